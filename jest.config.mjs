@@ -1,0 +1,12 @@
+/** Jest runs TypeScript through SWC in native ESM mode (see docs/adr/0002-test-toolchain.md). */
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } }],
+  },
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/e2e/**/*.test.ts'],
+  testTimeout: 60000,
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
+};

@@ -1,0 +1,70 @@
+/**
+ * The typed seam between configuration sources (files, the Kubernetes API) and the model.
+ * A source produces `ConfigObject`s; the model reads them through a `ConfigStore` snapshot.
+ */
+
+/** Group/version/kind of a config kind, e.g. networking.mesh.io / v1 / VirtualService. */
+export interface GroupVersionKind {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+}
+
+export interface ConfigMeta {
+  readonly gvk: GroupVersionKind;
+  readonly name: string;
+  /** Empty for cluster-scoped kinds; file configs without a namespace get the daemon's default. */
+  readonly namespace: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
+  readonly generation: number;
+  readonly resourceVersion: string;
+  readonly creationTimestamp?: string;
+  /** Where the object came from, for error messages: `file.yaml#2` or `k8s`. */
+  readonly origin?: string;
+}
+
+/** A validated config object. `spec` has the kind's parsed spec type. Immutable once stored. */
+export interface ConfigObject<S = unknown> {
+  readonly meta: ConfigMeta;
+  readonly spec: S;
+  readonly status?: unknown;
+}
+
+/** Key of an object inside its kind: `namespace/name`. */
+export function configKey(meta: Pick<ConfigMeta, 'namespace' | 'name'>): string {
+  return meta.namespace ? `${meta.namespace}/${meta.name}` : meta.name;
+}
+
+export function gvkString(gvk: GroupVersionKind): string {
+  return `${gvk.group}/${gvk.version}/${gvk.kind}`;
+}
+
+export type ConfigEventType = 'add' | 'update' | 'delete';
+
+export interface ConfigEvent {
+  readonly type: ConfigEventType;
+  readonly kind: string; // the `kind` (VirtualService, ...), unique across the project's kinds
+  readonly object: ConfigObject;
+  readonly previous?: ConfigObject;
+}
+
+/** Why a document was refused: where it came from and what is wrong, field by field. */
+export interface ConfigRejection {
+  readonly origin: string; // file and document index, or k8s key
+  readonly kind?: string;
+  readonly name?: string;
+  readonly namespace?: string;
+  readonly issues: ReadonlyArray<{ readonly path: string; readonly message: string }>;
+}
+
+/** Read side of configuration, used by the model when it builds a snapshot. */
+export interface ConfigStore {
+  /** All objects of a kind (by kind name, e.g. 'VirtualService'), in a stable order (namespace, name). */
+  list<S = unknown>(kind: string): ReadonlyArray<ConfigObject<S>>;
+  get<S = unknown>(kind: string, namespace: string, name: string): ConfigObject<S> | undefined;
+  /** Register a handler called after each change; returns an unsubscribe function. */
+  onEvent(handler: (event: ConfigEvent) => void): () => void;
+  /** True once the source has delivered its initial state. */
+  hasSynced(): boolean;
+}

@@ -1,0 +1,27 @@
+/** xDS type URLs and the ADS push order, written down once. */
+export const TypeUrl = {
+  Cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+  Endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
+  Listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
+  Route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+} as const;
+
+export type XdsTypeUrl = (typeof TypeUrl)[keyof typeof TypeUrl];
+
+/** Short names used by metrics and logs. */
+export const shortType: Record<XdsTypeUrl, 'cds' | 'eds' | 'lds' | 'rds'> = {
+  [TypeUrl.Cluster]: 'cds',
+  [TypeUrl.Endpoint]: 'eds',
+  [TypeUrl.Listener]: 'lds',
+  [TypeUrl.Route]: 'rds',
+};
+
+/** Order in which a full push sends types over ADS so that references resolve on arrival. */
+export const PUSH_ORDER: ReadonlyArray<XdsTypeUrl> = [TypeUrl.Cluster, TypeUrl.Endpoint, TypeUrl.Listener, TypeUrl.Route];
+
+export function isKnownType(url: string): url is XdsTypeUrl {
+  return url in shortType;
+}
+
+/** Types whose subscription is wildcard by default for Envoy (names are discovered, not requested). */
+export const WILDCARD_TYPES: ReadonlySet<string> = new Set([TypeUrl.Cluster, TypeUrl.Listener]);

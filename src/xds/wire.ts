@@ -1,0 +1,103 @@
+/**
+ * Hand-assembled protobuf framing for the hot path: resources are encoded once into `Any` bytes and
+ * spliced into each DiscoveryResponse without re-encoding. Field numbers follow
+ * envoy.service.discovery.v3.DiscoveryResponse / DeltaDiscoveryResponse / Resource and google.protobuf.Any.
+ */
+
+function varintSize(n: number): number {
+  let size = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 128);
+    size++;
+  }
+  return size;
+}
+
+function writeVarint(buf: Buffer, offset: number, n: number): number {
+  while (n >= 0x80) {
+    buf[offset++] = (n & 0x7f) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  buf[offset++] = n;
+  return offset;
+}
+
+/** A length-delimited field: tag, length, bytes. */
+type Part = { field: number; bytes: Uint8Array };
+
+function concatFields(parts: ReadonlyArray<Part>): Buffer {
+  let total = 0;
+  for (const p of parts) total += 1 + varintSize(p.bytes.length) + p.bytes.length;
+  const buf = Buffer.allocUnsafe(total);
+  let off = 0;
+  for (const p of parts) {
+    buf[off++] = (p.field << 3) | 2;
+    off = writeVarint(buf, off, p.bytes.length);
+    buf.set(p.bytes, off);
+    off += p.bytes.length;
+  }
+  return buf;
+}
+
+const utf8 = (s: string): Buffer => Buffer.from(s, 'utf8');
+
+/** google.protobuf.Any { type_url = 1; value = 2 } */
+export function encodeAny(typeUrl: string, value: Uint8Array): Buffer {
+  return concatFields([
+    { field: 1, bytes: utf8(typeUrl) },
+    { field: 2, bytes: value },
+  ]);
+}
+
+export interface ControlPlaneId {
+  readonly identifier: string;
+}
+
+/** DiscoveryResponse { version_info = 1; resources = 2 (Any); type_url = 4; nonce = 5; control_plane = 6 } */
+export function encodeDiscoveryResponse(
+  versionInfo: string,
+  typeUrl: string,
+  nonce: string,
+  anyResources: ReadonlyArray<Uint8Array>,
+  controlPlane?: Uint8Array,
+): Buffer {
+  const parts: Part[] = [{ field: 1, bytes: utf8(versionInfo) }];
+  for (const r of anyResources) parts.push({ field: 2, bytes: r });
+  parts.push({ field: 4, bytes: utf8(typeUrl) }, { field: 5, bytes: utf8(nonce) });
+  if (controlPlane) parts.push({ field: 6, bytes: controlPlane });
+  return concatFields(parts);
+}
+
+/** envoy.config.core.v3.ControlPlane { identifier = 1 } */
+export function encodeControlPlane(identifier: string): Buffer {
+  return concatFields([{ field: 1, bytes: utf8(identifier) }]);
+}
+
+/** Resource { version = 1; resource = 2 (Any); name = 3 } as used by delta responses. */
+export function encodeDeltaResource(name: string, version: string, anyBytes: Uint8Array): Buffer {
+  return concatFields([
+    { field: 1, bytes: utf8(version) },
+    { field: 2, bytes: anyBytes },
+    { field: 3, bytes: utf8(name) },
+  ]);
+}
+
+/**
+ * DeltaDiscoveryResponse { system_version_info = 1; resources = 2; type_url = 4; nonce = 5;
+ * removed_resources = 6; control_plane = 7 }
+ */
+export function encodeDeltaDiscoveryResponse(
+  systemVersion: string,
+  typeUrl: string,
+  nonce: string,
+  resources: ReadonlyArray<Uint8Array>,
+  removed: ReadonlyArray<string>,
+  controlPlane?: Uint8Array,
+): Buffer {
+  const parts: Part[] = [{ field: 1, bytes: utf8(systemVersion) }];
+  for (const r of resources) parts.push({ field: 2, bytes: r });
+  parts.push({ field: 4, bytes: utf8(typeUrl) }, { field: 5, bytes: utf8(nonce) });
+  for (const name of removed) parts.push({ field: 6, bytes: utf8(name) });
+  if (controlPlane) parts.push({ field: 7, bytes: controlPlane });
+  return concatFields(parts);
+}
