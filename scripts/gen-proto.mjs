@@ -62,6 +62,7 @@ const envoyRoots = [
   'envoy/extensions/transport_sockets/tls/v3/common.proto',
   'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
   'envoy/admin/v3/config_dump.proto',
+  'envoy/extensions/transport_sockets/raw_buffer/v3/raw_buffer.proto',
 ];
 
 function listProtos(dir) {

@@ -1,0 +1,30 @@
+import type { ListenAddress } from '../server/listen.js';
+import type { FeatureFlags } from '../model/push-context.js';
+import type { GeneratorSettings } from '../xds/generators/types.js';
+import type { AdsOptions } from '../xds/ads-server.js';
+
+/** What the running daemon needs, resolved from flags and environment (see ./from-options.ts). */
+export interface DaemonConfig {
+  readonly grpcAddr: ListenAddress;
+  readonly httpAddr: ListenAddress;
+  readonly monitoringAddr: ListenAddress;
+  readonly debugOnHttp: boolean;
+  readonly configDir?: string;
+  readonly registries: ReadonlyArray<'Cluster' | 'Mock'>;
+  readonly meshConfigFile: string;
+  readonly domain: string;
+  readonly clusterId: string;
+  readonly namespace: string;
+  readonly shutdownMs: number;
+  readonly keepalive: { readonly intervalMs: number; readonly timeoutMs: number; readonly maxConnectionAgeMs: number };
+  readonly grpcMaxStreams: number;
+  readonly grpcMaxRecvMsgSize: number;
+  readonly debounceAfterMs: number;
+  readonly debounceMaxMs: number;
+  readonly edsDebounce: boolean;
+  readonly xdsCache: { readonly enabled: boolean; readonly size: number };
+  readonly features: FeatureFlags;
+  readonly generator: GeneratorSettings;
+  readonly ads: Omit<AdsOptions, 'controlPlaneId'>;
+  readonly podName: string;
+}

@@ -1,0 +1,90 @@
+/**
+ * The `--meshConfig` file: YAML in the MeshConfig shape. A missing file means defaults; an invalid
+ * file is refused with field-level reasons (at start-up the daemon stops; on a later edit the last
+ * good settings stay in force).
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { watchFile, unwatchFile } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import type { Logger } from 'pino';
+import { MeshConfigSchema, type MeshConfig } from '../gen/config/schemas.js';
+import { durationMs } from '../config/duration.js';
+import { ConfigError } from '../config/config-error.js';
+import { DEFAULT_MESH_SETTINGS, type MeshSettings } from '../model/mesh-settings.js';
+
+export function meshSettingsFrom(mc: MeshConfig, base: { domain: string; clusterId: string }): MeshSettings {
+  const d = DEFAULT_MESH_SETTINGS;
+  return Object.freeze({
+    rootNamespace: mc.rootNamespace || d.rootNamespace,
+    trustDomain: mc.trustDomain || d.trustDomain,
+    domain: base.domain,
+    clusterId: base.clusterId,
+    outboundTrafficPolicy: mc.outboundTrafficPolicy?.mode === 'REGISTRY_ONLY' ? 'REGISTRY_ONLY' : 'ALLOW_ANY',
+    defaultServiceExportTo: mc.defaultServiceExportTo?.length ? mc.defaultServiceExportTo : d.defaultServiceExportTo,
+    defaultVirtualServiceExportTo: mc.defaultVirtualServiceExportTo?.length ? mc.defaultVirtualServiceExportTo : d.defaultVirtualServiceExportTo,
+    defaultDestinationRuleExportTo: mc.defaultDestinationRuleExportTo?.length ? mc.defaultDestinationRuleExportTo : d.defaultDestinationRuleExportTo,
+    connectTimeoutMs: mc.connectTimeout ? durationMs(mc.connectTimeout) : d.connectTimeoutMs,
+    protocolDetectionTimeoutMs: mc.protocolDetectionTimeout ? durationMs(mc.protocolDetectionTimeout) : d.protocolDetectionTimeoutMs,
+    enableAutoMtls: mc.enableAutoMtls ?? d.enableAutoMtls,
+    accessLogFile: mc.accessLogFile ?? d.accessLogFile,
+  });
+}
+
+export function parseMeshConfig(text: string, origin: string): MeshConfig {
+  let doc: unknown;
+  try {
+    doc = parseYaml(text) ?? {};
+  } catch (e) {
+    throw new ConfigError([`${origin}: invalid YAML: ${e instanceof Error ? e.message : String(e)}`]);
+  }
+  const r = MeshConfigSchema.safeParse(doc);
+  if (!r.success) throw new ConfigError(r.error.issues.map((i) => `${origin}: ${i.path.join('.') || '(root)'}: ${i.message}`));
+  return r.data;
+}
+
+export class MeshConfigWatcher {
+  private listeners: Array<(m: MeshSettings) => void> = [];
+  private watching = false;
+
+  constructor(
+    private readonly path: string,
+    private readonly base: { domain: string; clusterId: string },
+    private readonly log: Logger,
+  ) {}
+
+  /** Reads the file (defaults when absent) and starts watching it. Throws ConfigError when invalid. */
+  async load(): Promise<MeshSettings> {
+    const settings = await this.read();
+    watchFile(this.path, { interval: 1000 }, () => void this.reload());
+    this.watching = true;
+    return settings;
+  }
+
+  onChange(l: (m: MeshSettings) => void): void {
+    this.listeners.push(l);
+  }
+
+  stop(): void {
+    if (this.watching) unwatchFile(this.path);
+    this.watching = false;
+  }
+
+  private async read(): Promise<MeshSettings> {
+    const exists = await stat(this.path).then(() => true, () => false);
+    if (!exists) {
+      this.log.info({ path: this.path }, 'mesh config file absent: using defaults');
+      return meshSettingsFrom({}, this.base);
+    }
+    return meshSettingsFrom(parseMeshConfig(await readFile(this.path, 'utf8'), this.path), this.base);
+  }
+
+  private async reload(): Promise<void> {
+    try {
+      const settings = await this.read();
+      this.log.info({ path: this.path }, 'mesh config reloaded');
+      for (const l of this.listeners) l(settings);
+    } catch (e) {
+      this.log.warn({ path: this.path, err: e instanceof Error ? e.message : String(e) }, 'mesh config rejected; keeping the previous settings');
+    }
+  }
+}

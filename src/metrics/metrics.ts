@@ -1,0 +1,50 @@
+/**
+ * The daemon's metrics, named as the spec names them. One registry per daemon instance so tests and
+ * benchmarks can run several in one process.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+const PUSH_BUCKETS = [0.01, 0.1, 0.5, 1, 3, 5, 10, 20, 30];
+const SIZE_BUCKETS = [1, 10_000, 1_000_000, 4_000_000, 10_000_000, 40_000_000];
+
+export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
+  const r = [registry];
+  const m = {
+    registry,
+    build: new Gauge({ name: 'mesh_build', help: 'Component build info.', labelNames: ['component', 'tag'], registers: r }),
+    startupDuration: new Gauge({ name: 'startup_duration_seconds', help: 'Time from process start to ready.', registers: r }),
+    xdsClients: new Gauge({ name: 'disc_xds', help: 'Endpoints connected to this daemon over xDS.', labelNames: ['version'], registers: r }),
+    xdsPushes: new Counter({ name: 'disc_xds_pushes', help: 'Build and send errors for lds, rds, cds and eds.', labelNames: ['type'], registers: r }),
+    pushTriggers: new Counter({ name: 'disc_push_triggers', help: 'Pushes triggered, labeled by reason.', labelNames: ['type'], registers: r }),
+    convergence: new Histogram({ name: 'disc_proxy_convergence_time', help: 'Seconds between a config change and a proxy holding all required config.', buckets: PUSH_BUCKETS, registers: r }),
+    queueTime: new Histogram({ name: 'disc_proxy_queue_time', help: 'Seconds a proxy waits in the push queue.', buckets: PUSH_BUCKETS, registers: r }),
+    pushTime: new Histogram({ name: 'disc_xds_push_time', help: 'Seconds taken to push lds, rds, cds and eds.', labelNames: ['type'], buckets: PUSH_BUCKETS, registers: r }),
+    sendTime: new Histogram({ name: 'disc_xds_send_time', help: 'Seconds taken to send generated config.', buckets: PUSH_BUCKETS, registers: r }),
+    configSize: new Histogram({ name: 'disc_xds_config_size_bytes', help: 'Sizes of pushed configs.', labelNames: ['type'], buckets: SIZE_BUCKETS, registers: r }),
+    services: new Gauge({ name: 'disc_services', help: 'Services known.', registers: r }),
+    virtualServices: new Gauge({ name: 'disc_virt_services', help: 'Virtual services known.', registers: r }),
+    inboundUpdates: new Counter({ name: 'disc_inbound_updates', help: 'Updates received.', labelNames: ['type'], registers: r }),
+    rejectedConfigs: new Counter({ name: 'disc_total_rejected_configs', help: 'Configs rejected or ignored.', labelNames: ['type'], registers: r }),
+    xdsRejects: new Counter({ name: 'disc_total_xds_rejects', help: 'xDS responses rejected by a proxy.', labelNames: ['type'], registers: r }),
+    cdsReject: new Gauge({ name: 'disc_xds_cds_reject', help: 'CDS configs rejected.', labelNames: ['node', 'err'], registers: r }),
+    edsReject: new Gauge({ name: 'disc_xds_eds_reject', help: 'EDS rejected.', labelNames: ['node', 'err'], registers: r }),
+    ldsReject: new Gauge({ name: 'disc_xds_lds_reject', help: 'LDS rejected.', labelNames: ['node', 'err'], registers: r }),
+    rdsReject: new Gauge({ name: 'disc_xds_rds_reject', help: 'RDS rejected.', labelNames: ['node', 'err'], registers: r }),
+    expiredNonce: new Counter({ name: 'disc_xds_expired_nonce', help: 'xDS requests carrying an expired nonce.', labelNames: ['type'], registers: r }),
+    internalErrors: new Counter({ name: 'disc_total_xds_internal_errors', help: 'Internal xDS errors.', registers: r }),
+    writeTimeouts: new Counter({ name: 'disc_xds_write_timeout', help: 'xDS response write timeouts.', registers: r }),
+    pushContextErrors: new Counter({ name: 'disc_xds_push_context_errors', help: 'Errors (timeouts) initiating the push context.', registers: r }),
+    delayedPushes: new Counter({ name: 'disc_xds_delayed_pushes_total', help: 'Delayed pushes.', labelNames: ['type'], registers: r }),
+    delayedPushTimeouts: new Counter({ name: 'disc_xds_delayed_push_timeouts_total', help: 'Delayed pushes that timed out.', labelNames: ['type'], registers: r }),
+    edsNoInstances: new Gauge({ name: 'disc_eds_no_instances', help: 'Clusters without instances.', registers: r }),
+    cacheReads: new Counter({ name: 'xds_cache_reads', help: 'xDS cache reads.', labelNames: ['type'], registers: r }),
+    cacheEvictions: new Counter({ name: 'xds_cache_evictions', help: 'xDS cache evictions.', labelNames: ['type'], registers: r }),
+    cacheSize: new Gauge({ name: 'xds_cache_size', help: 'Current xDS cache size.', registers: r }),
+    endpointNotReady: new Gauge({ name: 'disc_endpoint_not_ready', help: 'Endpoints found unready.', registers: r }),
+  };
+  return m;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,87 @@
+import type { Endpoint } from './service.js';
+
+export interface HostEndpoints {
+  /** Bumped whenever this host's endpoints change; part of EDS cache keys. */
+  readonly version: number;
+  readonly endpoints: ReadonlyArray<Endpoint>;
+}
+
+const EMPTY: HostEndpoints = Object.freeze({ version: 0, endpoints: Object.freeze([]) as ReadonlyArray<Endpoint> });
+
+/**
+ * Immutable endpoints by hostname. Each update returns a new index sharing unchanged entries, so a
+ * push in flight keeps the view it started with while endpoint-only changes skip the snapshot rebuild.
+ */
+export class EndpointIndex {
+  private constructor(
+    private readonly hosts: ReadonlyMap<string, HostEndpoints>,
+    private readonly nextVersion: number,
+  ) {}
+
+  static empty(): EndpointIndex {
+    return new EndpointIndex(new Map(), 1);
+  }
+
+  get(hostname: string): HostEndpoints {
+    return this.hosts.get(hostname) ?? EMPTY;
+  }
+
+  get size(): number {
+    return this.hosts.size;
+  }
+
+  hostnames(): IterableIterator<string> {
+    return this.hosts.keys();
+  }
+
+  /** Replaces the endpoints of the given hosts; returns the hosts that really changed. */
+  update(changes: ReadonlyMap<string, ReadonlyArray<Endpoint>>): { index: EndpointIndex; changed: string[] } {
+    const changed: string[] = [];
+    let version = this.nextVersion;
+    const next = new Map(this.hosts);
+    for (const [host, endpoints] of changes) {
+      const prev = this.hosts.get(host);
+      if (prev && sameEndpoints(prev.endpoints, endpoints)) continue;
+      if (!prev && endpoints.length === 0) continue;
+      if (endpoints.length === 0) next.delete(host);
+      else next.set(host, Object.freeze({ version: version++, endpoints }));
+      changed.push(host);
+    }
+    if (changed.length === 0) return { index: this, changed };
+    return { index: new EndpointIndex(next, version), changed };
+  }
+
+  /** Sum of endpoints, for metrics. */
+  count(): number {
+    let n = 0;
+    for (const h of this.hosts.values()) n += h.endpoints.length;
+    return n;
+  }
+}
+
+function sameEndpoints(a: ReadonlyArray<Endpoint>, b: ReadonlyArray<Endpoint>): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    const y = b[i];
+    if (x === y) continue;
+    if (
+      x.address !== y.address ||
+      x.port !== y.port ||
+      x.servicePortName !== y.servicePortName ||
+      x.healthy !== y.healthy ||
+      x.weight !== y.weight ||
+      x.tlsMode !== y.tlsMode ||
+      x.network !== y.network ||
+      x.serviceAccount !== y.serviceAccount ||
+      x.locality.region !== y.locality.region ||
+      x.locality.zone !== y.locality.zone ||
+      x.locality.subzone !== y.locality.subzone ||
+      JSON.stringify(x.labels) !== JSON.stringify(y.labels)
+    ) {
+      return false;
+    }
+  }
+  return true;
+}

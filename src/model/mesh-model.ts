@@ -1,0 +1,147 @@
+/**
+ * Turns config and registry events into snapshots and push requests. Config changes (and service
+ * changes) rebuild the PushContext after debouncing; endpoint-only changes update the EndpointIndex
+ * and ask for an EDS push, keeping the snapshot.
+ */
+import type { Logger } from 'pino';
+import type { ConfigEvent, ConfigStore } from '../config/types.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { Debouncer } from '../xds/debounce.js';
+import { pushRequest, type PushRequest } from '../xds/push-request.js';
+import { EndpointIndex } from './endpoint-index.js';
+import type { MeshSettings } from './mesh-settings.js';
+import { PushContext, type FeatureFlags } from './push-context.js';
+import type { RegistryEvent } from './registry.js';
+import type { Endpoint } from './service.js';
+import type { AggregateRegistry } from '../registry/aggregate.js';
+
+export interface MeshModelOptions {
+  readonly debounceAfterMs: number;
+  readonly debounceMaxMs: number;
+  readonly edsDebounce: boolean;
+  readonly features: FeatureFlags;
+}
+
+/** Kinds whose changes are handled by a registry rather than a snapshot rebuild on their own. */
+const REGISTRY_KINDS = new Set(['ServiceEntry', 'WorkloadEntry']);
+
+export class MeshModel {
+  private push: PushContext;
+  private endpoints = EndpointIndex.empty();
+  private versionCounter = 0;
+  private readonly debouncer: Debouncer;
+  private readonly edsDebouncer: Debouncer;
+  private readonly listeners = new Set<(req: PushRequest) => void>();
+  private unsubscribers: Array<() => void> = [];
+
+  constructor(
+    private readonly store: ConfigStore,
+    private readonly registry: AggregateRegistry,
+    private mesh: MeshSettings,
+    private readonly opts: MeshModelOptions,
+    private readonly metrics: Metrics,
+    private readonly log: Logger,
+  ) {
+    this.push = this.buildContext();
+    this.debouncer = new Debouncer(opts.debounceAfterMs, opts.debounceMaxMs, (req) => this.onDebounced(req));
+    this.edsDebouncer = opts.edsDebounce
+      ? this.debouncer
+      : new Debouncer(0, 0, (req) => this.onDebounced(req));
+  }
+
+  /** Wires event sources and computes the initial state. */
+  start(): void {
+    this.unsubscribers.push(
+      this.store.onEvent((e) => this.onConfigEvent(e)),
+      this.registry.onEvent((e) => this.onRegistryEvent(e)),
+    );
+    this.rebuildAll();
+  }
+
+  stop(): void {
+    for (const u of this.unsubscribers) u();
+    this.unsubscribers = [];
+    this.debouncer.stop();
+    this.edsDebouncer.stop();
+  }
+
+  current(): { push: PushContext; endpoints: EndpointIndex } {
+    return { push: this.push, endpoints: this.endpoints };
+  }
+
+  meshSettings(): MeshSettings {
+    return this.mesh;
+  }
+
+  /** Replace mesh settings (mesh config file changed): full push. */
+  setMeshSettings(mesh: MeshSettings): void {
+    this.mesh = mesh;
+    this.debouncer.push(pushRequest({ full: true, reason: 'global' }));
+  }
+
+  onPush(listener: (req: PushRequest) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private buildContext(): PushContext {
+    const version = `${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}/${++this.versionCounter}`;
+    const push = PushContext.build({ version, configs: this.store, services: this.registry.services(), mesh: this.mesh, features: this.opts.features });
+    this.metrics.services.set(push.services.length);
+    this.metrics.virtualServices.set(push.virtualServiceCount);
+    return push;
+  }
+
+  private rebuildAll(): void {
+    this.push = this.buildContext();
+    const changes = new Map<string, Endpoint[]>();
+    for (const s of this.push.services) {
+      const list = changes.get(s.hostname) ?? [];
+      list.push(...this.registry.endpoints(s));
+      changes.set(s.hostname, list);
+    }
+    for (const host of this.endpoints.hostnames()) if (!changes.has(host)) changes.set(host, []);
+    this.endpoints = this.endpoints.update(changes).index;
+  }
+
+  private onConfigEvent(e: ConfigEvent): void {
+    this.metrics.inboundUpdates.inc({ type: 'config' });
+    if (REGISTRY_KINDS.has(e.kind)) return; // the ServiceEntry registry reports what changed
+    this.debouncer.push(pushRequest({ full: true, reason: 'config', kinds: [e.kind] }));
+  }
+
+  private onRegistryEvent(e: RegistryEvent): void {
+    if (e.servicesChanged) {
+      this.metrics.inboundUpdates.inc({ type: 'svc' });
+      this.debouncer.push(pushRequest({ full: true, reason: 'service', edsHosts: e.endpointHosts }));
+      return;
+    }
+    this.metrics.inboundUpdates.inc({ type: 'eds' });
+    // Endpoint-only: update the index now so the next push sees it, then push EDS.
+    this.updateEndpoints(e.endpointHosts);
+    this.edsDebouncer.push(pushRequest({ full: false, reason: 'endpoint', edsHosts: e.endpointHosts }));
+  }
+
+  private updateEndpoints(hosts: ReadonlyArray<string>): string[] {
+    const changes = new Map<string, Endpoint[]>();
+    for (const host of hosts) {
+      const list: Endpoint[] = [];
+      for (const s of this.push.servicesForHost(host)) list.push(...this.registry.endpoints(s));
+      changes.set(host, list);
+    }
+    const { index, changed } = this.endpoints.update(changes);
+    this.endpoints = index;
+    return changed;
+  }
+
+  private onDebounced(req: PushRequest): void {
+    try {
+      if (req.full) this.rebuildAll();
+    } catch (e) {
+      this.metrics.pushContextErrors.inc();
+      this.log.error({ err: e instanceof Error ? e.stack : String(e) }, 'model: building the push context failed; keeping the previous one');
+      return;
+    }
+    for (const l of this.listeners) l(req);
+  }
+}

@@ -1,0 +1,30 @@
+/** The mesh-wide settings the model uses, resolved from the mesh config file and flags. */
+export interface MeshSettings {
+  readonly rootNamespace: string;
+  readonly trustDomain: string;
+  readonly domain: string;
+  readonly clusterId: string;
+  readonly outboundTrafficPolicy: 'ALLOW_ANY' | 'REGISTRY_ONLY';
+  readonly defaultServiceExportTo: ReadonlyArray<string>;
+  readonly defaultVirtualServiceExportTo: ReadonlyArray<string>;
+  readonly defaultDestinationRuleExportTo: ReadonlyArray<string>;
+  readonly connectTimeoutMs: number;
+  readonly protocolDetectionTimeoutMs: number;
+  readonly enableAutoMtls: boolean;
+  readonly accessLogFile: string;
+}
+
+export const DEFAULT_MESH_SETTINGS: MeshSettings = Object.freeze({
+  rootNamespace: 'mesh-system',
+  trustDomain: 'cluster.local',
+  domain: 'cluster.local',
+  clusterId: 'Cluster',
+  outboundTrafficPolicy: 'ALLOW_ANY',
+  defaultServiceExportTo: ['*'],
+  defaultVirtualServiceExportTo: ['*'],
+  defaultDestinationRuleExportTo: ['*'],
+  connectTimeoutMs: 10_000,
+  protocolDetectionTimeoutMs: 0,
+  enableAutoMtls: true,
+  accessLogFile: '',
+});

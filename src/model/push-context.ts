@@ -1,0 +1,311 @@
+import type { ConfigObject, ConfigStore } from '../config/types.js';
+import type { DestinationRule, Gateway, HTTPRoute, Sidecar, VirtualService } from './config-kinds.js';
+import { hostMatches, hostSpecificity, resolveHost, visibleTo } from './host.js';
+import type { MeshSettings } from './mesh-settings.js';
+import type { Proxy } from './proxy.js';
+import { labelsMatch, type Service } from './service.js';
+
+/** A VirtualService after host resolution, gateway resolution and delegate merging. */
+export interface ResolvedVirtualService {
+  readonly source: ConfigObject<VirtualService>;
+  readonly namespace: string;
+  readonly hosts: ReadonlyArray<string>;
+  /** `mesh` or `namespace/name` of gateways. */
+  readonly gateways: ReadonlyArray<string>;
+  readonly exportTo: ReadonlyArray<string>;
+  readonly http: ReadonlyArray<HTTPRoute>;
+  readonly spec: VirtualService;
+}
+
+export interface ResolvedDestinationRule {
+  readonly source: ConfigObject<DestinationRule>;
+  readonly namespace: string;
+  readonly host: string;
+  readonly exportTo: ReadonlyArray<string>;
+  readonly spec: DestinationRule;
+}
+
+export interface FeatureFlags {
+  readonly virtualServiceDelegate: boolean;
+  readonly destinationRuleInheritance: boolean;
+  readonly scopeGatewayToNamespace: boolean;
+}
+
+export const DEFAULT_FEATURES: FeatureFlags = Object.freeze({
+  virtualServiceDelegate: true,
+  destinationRuleInheritance: false,
+  scopeGatewayToNamespace: false,
+});
+
+export interface PushContextInput {
+  readonly version: string;
+  readonly configs: ConfigStore;
+  readonly services: ReadonlyArray<Service>;
+  readonly mesh: MeshSettings;
+  readonly features?: FeatureFlags;
+}
+
+const byCreation = (a: ConfigObject, b: ConfigObject): number =>
+  (a.meta.creationTimestamp ?? '').localeCompare(b.meta.creationTimestamp ?? '') ||
+  a.meta.namespace.localeCompare(b.meta.namespace) ||
+  a.meta.name.localeCompare(b.meta.name);
+
+/**
+ * The immutable view of configuration and services that one push works on. Built once per full
+ * push; endpoints live outside it (see EndpointIndex) so endpoint-only changes keep it.
+ */
+export class PushContext {
+  readonly version: string;
+  readonly mesh: MeshSettings;
+  readonly features: FeatureFlags;
+  /** All services, sorted by hostname then namespace. */
+  readonly services: ReadonlyArray<Service>;
+  private readonly servicesByHost = new Map<string, Service[]>();
+  private readonly vsByGateway = new Map<string, ResolvedVirtualService[]>();
+  private readonly destinationRules: ReadonlyArray<ResolvedDestinationRule>;
+  readonly gateways: ReadonlyArray<ConfigObject<Gateway>>;
+  private readonly sidecars: ReadonlyArray<ConfigObject<Sidecar>>;
+  /** Per-push memo for derived, proxy-independent values (scoped service lists, route tables). */
+  readonly memo = new Map<string, unknown>();
+  readonly virtualServiceCount: number;
+  /** True when some route matches on the client's labels or namespace: routes are then per client. */
+  readonly usesSourceMatch: boolean;
+
+  private constructor(input: PushContextInput) {
+    this.version = input.version;
+    this.mesh = input.mesh;
+    this.features = input.features ?? DEFAULT_FEATURES;
+    const sorted = [...input.services].sort((a, b) => a.hostname.localeCompare(b.hostname) || a.namespace.localeCompare(b.namespace));
+    this.services = sorted;
+    for (const s of sorted) {
+      const list = this.servicesByHost.get(s.hostname);
+      if (list) list.push(s);
+      else this.servicesByHost.set(s.hostname, [s]);
+    }
+    const vss = [...input.configs.list<VirtualService>('VirtualService')].sort(byCreation);
+    this.virtualServiceCount = vss.length;
+    this.usesSourceMatch = vss.some((vs) => (vs.spec.http ?? []).some((r) => (r.match ?? []).some((m) => m.sourceLabels || m.sourceNamespace)));
+    this.indexVirtualServices(vss);
+    this.destinationRules = [...input.configs.list<DestinationRule>('DestinationRule')].sort(byCreation).map((c) => ({
+      source: c,
+      namespace: c.meta.namespace,
+      host: resolveHost(c.spec.host ?? '', c.meta.namespace, this.mesh.domain),
+      exportTo: c.spec.exportTo && c.spec.exportTo.length > 0 ? c.spec.exportTo : this.mesh.defaultDestinationRuleExportTo,
+      spec: c.spec,
+    }));
+    this.gateways = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
+    this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
+  }
+
+  static build(input: PushContextInput): PushContext {
+    return new PushContext(input);
+  }
+
+  private indexVirtualServices(vss: ReadonlyArray<ConfigObject<VirtualService>>): void {
+    const delegates = new Map<string, ConfigObject<VirtualService>>();
+    for (const vs of vss) {
+      if (!vs.spec.hosts || vs.spec.hosts.length === 0) delegates.set(`${vs.meta.namespace}/${vs.meta.name}`, vs);
+    }
+    for (const vs of vss) {
+      if (!vs.spec.hosts || vs.spec.hosts.length === 0) continue;
+      const ns = vs.meta.namespace;
+      const gateways = (vs.spec.gateways && vs.spec.gateways.length > 0 ? vs.spec.gateways : ['mesh']).map((g) =>
+        g === 'mesh' || g.includes('/') ? g : `${ns}/${g}`,
+      );
+      const resolved: ResolvedVirtualService = {
+        source: vs,
+        namespace: ns,
+        hosts: vs.spec.hosts.map((h) => resolveHost(h, ns, this.mesh.domain)),
+        gateways,
+        exportTo: vs.spec.exportTo && vs.spec.exportTo.length > 0 ? vs.spec.exportTo : this.mesh.defaultVirtualServiceExportTo,
+        http: this.mergeDelegates(vs.spec.http ?? [], ns, delegates),
+        spec: vs.spec,
+      };
+      for (const g of gateways) {
+        const list = this.vsByGateway.get(g);
+        if (list) list.push(resolved);
+        else this.vsByGateway.set(g, [resolved]);
+      }
+    }
+  }
+
+  /** Replaces each delegating route with the delegate's routes, each scoped by the root route's match. */
+  private mergeDelegates(
+    routes: ReadonlyArray<HTTPRoute>,
+    ns: string,
+    delegates: ReadonlyMap<string, ConfigObject<VirtualService>>,
+  ): ReadonlyArray<HTTPRoute> {
+    if (!routes.some((r) => r.delegate)) return routes;
+    const out: HTTPRoute[] = [];
+    for (const r of routes) {
+      if (!r.delegate) {
+        out.push(r);
+        continue;
+      }
+      if (!this.features.virtualServiceDelegate) continue;
+      const key = `${r.delegate.namespace || ns}/${r.delegate.name}`;
+      const d = delegates.get(key);
+      if (!d) continue;
+      for (const dr of d.spec.http ?? []) {
+        const rootMatches = r.match && r.match.length > 0 ? r.match : [undefined];
+        const childMatches = dr.match && dr.match.length > 0 ? dr.match : [undefined];
+        const merged = [];
+        for (const rm of rootMatches) {
+          for (const cm of childMatches) {
+            if (!rm && !cm) continue;
+            merged.push({ ...(rm ?? {}), ...(cm ?? {}), headers: { ...(rm?.headers ?? {}), ...(cm?.headers ?? {}) } });
+          }
+        }
+        out.push({ ...dr, match: merged.length > 0 ? merged : undefined });
+      }
+    }
+    return out;
+  }
+
+  /** Services with this hostname (one per namespace that defines it). */
+  servicesForHost(hostname: string): ReadonlyArray<Service> {
+    return this.servicesByHost.get(hostname) ?? [];
+  }
+
+  /** The service a client in `namespace` reaches for `hostname`: its own namespace's first, then the oldest visible. */
+  serviceForHost(hostname: string, namespace: string): Service | undefined {
+    const list = this.servicesByHost.get(hostname);
+    if (!list) return undefined;
+    return list.find((s) => s.namespace === namespace && this.serviceVisible(s, namespace)) ?? list.find((s) => this.serviceVisible(s, namespace));
+  }
+
+  serviceVisible(s: Service, namespace: string): boolean {
+    return visibleTo(s.exportTo ?? this.mesh.defaultServiceExportTo, s.namespace, namespace);
+  }
+
+  /** The Sidecar resource scoping this proxy: a workload-selecting one, else the namespace's default, else the root namespace's. */
+  sidecarFor(proxy: Proxy): ConfigObject<Sidecar> | undefined {
+    const inNs = this.sidecars.filter((s) => s.meta.namespace === proxy.namespace);
+    const selecting = inNs.find((s) => s.spec.workloadSelector?.labels && labelsMatch(s.spec.workloadSelector.labels, proxy.labels));
+    if (selecting) return selecting;
+    const nsDefault = inNs.find((s) => !s.spec.workloadSelector?.labels);
+    if (nsDefault) return nsDefault;
+    return this.sidecars.find((s) => s.meta.namespace === this.mesh.rootNamespace && !s.spec.workloadSelector?.labels);
+  }
+
+  /** Key under which proxies see the same outbound world (namespace + Sidecar scope). */
+  scopeKey(proxy: Proxy): string {
+    const sc = this.sidecarFor(proxy);
+    return `${proxy.namespace}|${sc ? `${sc.meta.namespace}/${sc.meta.name}` : ''}`;
+  }
+
+  /** Services the proxy may reach: exportTo visibility, then the Sidecar's egress hosts. One copy per scope per push. */
+  visibleServices(proxy: Proxy): ReadonlyArray<Service> {
+    const key = `visible|${this.scopeKey(proxy)}`;
+    const cached = this.memo.get(key) as ReadonlyArray<Service> | undefined;
+    if (cached) return cached;
+    const sc = this.sidecarFor(proxy);
+    const egressHosts = sc?.spec.egress?.flatMap((e) => e.hosts ?? []) ?? [];
+    const seen = new Set<string>();
+    const out: Service[] = [];
+    for (const s of this.services) {
+      if (seen.has(s.hostname)) continue;
+      if (!this.serviceVisible(s, proxy.namespace)) continue;
+      if (sc && !egressAllows(egressHosts, s, proxy.namespace)) continue;
+      // one service per hostname: prefer the proxy's own namespace
+      const chosen = this.serviceForHost(s.hostname, proxy.namespace) ?? s;
+      seen.add(s.hostname);
+      out.push(chosen);
+    }
+    this.memo.set(key, out);
+    return out;
+  }
+
+  /** VirtualServices bound to `gateway` (`mesh` or `ns/name`) that a proxy in `namespace` may see. */
+  virtualServices(namespace: string, gateway: string): ReadonlyArray<ResolvedVirtualService> {
+    const list = this.vsByGateway.get(gateway) ?? [];
+    if (gateway !== 'mesh') return list;
+    return list.filter((vs) => visibleTo(vs.exportTo, vs.namespace, namespace));
+  }
+
+  /** The first VirtualService (oldest) whose hosts cover `hostname`, for the mesh gateway as seen from `namespace`. */
+  virtualServiceForHost(namespace: string, hostname: string): ResolvedVirtualService | undefined {
+    let best: ResolvedVirtualService | undefined;
+    let bestScore = -1;
+    for (const vs of this.virtualServices(namespace, 'mesh')) {
+      for (const h of vs.hosts) {
+        if (hostMatches(h, hostname)) {
+          const score = hostSpecificity(h);
+          if (score > bestScore) {
+            best = vs;
+            bestScore = score;
+          }
+        }
+      }
+    }
+    return best;
+  }
+
+  /**
+   * The destination rule that applies to traffic from `proxy` to `hostname`: the proxy's namespace first,
+   * then the service's namespace, then the root namespace. With inheritance on, settings of a narrower
+   * rule are laid over the mesh-wide and namespace-wide ones.
+   */
+  destinationRule(proxy: Pick<Proxy, 'namespace' | 'labels'>, service: Pick<Service, 'hostname' | 'namespace'>): ResolvedDestinationRule | undefined {
+    const memoKey = `dr|${proxy.namespace}|${service.namespace}|${service.hostname}`;
+    const applicable = (dr: ResolvedDestinationRule): boolean =>
+      hostMatches(dr.host, service.hostname) &&
+      (!dr.spec.workloadSelector?.matchLabels || (dr.namespace === proxy.namespace && labelsMatch(dr.spec.workloadSelector.matchLabels, proxy.labels)));
+    const hasSelector = this.destinationRules.some((d) => d.spec.workloadSelector?.matchLabels);
+    if (!hasSelector && this.memo.has(memoKey)) return this.memo.get(memoKey) as ResolvedDestinationRule | undefined;
+    const pick = (ns: string): ResolvedDestinationRule | undefined => {
+      let best: ResolvedDestinationRule | undefined;
+      let score = -1;
+      for (const dr of this.destinationRules) {
+        if (dr.namespace !== ns || !applicable(dr)) continue;
+        if (!visibleTo(dr.exportTo, dr.namespace, proxy.namespace)) continue;
+        const s = hostSpecificity(dr.host) + (dr.spec.workloadSelector?.matchLabels ? 0.5 : 0);
+        if (s > score) {
+          best = dr;
+          score = s;
+        }
+      }
+      return best;
+    };
+    const chain = [pick(proxy.namespace), proxy.namespace !== service.namespace ? pick(service.namespace) : undefined, pick(this.mesh.rootNamespace)];
+    const found = chain.filter((d): d is ResolvedDestinationRule => d !== undefined);
+    let result: ResolvedDestinationRule | undefined = found[0];
+    if (this.features.destinationRuleInheritance && found.length > 1) {
+      // mesh-wide → namespace → workload: the narrower rule's settings win field by field
+      const layers = [...found].reverse();
+      let merged: DestinationRule = { host: service.hostname };
+      for (const l of layers) {
+        merged = {
+          ...merged,
+          ...l.spec,
+          trafficPolicy: l.spec.trafficPolicy ? { ...(merged.trafficPolicy ?? {}), ...l.spec.trafficPolicy } : merged.trafficPolicy,
+          subsets: l.spec.subsets ?? merged.subsets,
+        };
+      }
+      result = { ...found[0], spec: merged };
+    }
+    if (!hasSelector) this.memo.set(memoKey, result);
+    return result;
+  }
+
+  /** Gateways whose selector matches a router proxy. */
+  gatewaysFor(proxy: Proxy): ReadonlyArray<ConfigObject<Gateway>> {
+    return this.gateways.filter(
+      (g) =>
+        (!this.features.scopeGatewayToNamespace || g.meta.namespace === proxy.namespace) &&
+        labelsMatch(g.spec.selector ?? {}, proxy.labels) &&
+        Object.keys(g.spec.selector ?? {}).length > 0,
+    );
+  }
+}
+
+function egressAllows(hosts: ReadonlyArray<string>, s: Service, proxyNs: string): boolean {
+  for (const h of hosts) {
+    const slash = h.indexOf('/');
+    const ns = slash >= 0 ? h.slice(0, slash) : '*';
+    const host = slash >= 0 ? h.slice(slash + 1) : h;
+    const nsOk = ns === '*' || (ns === '.' ? s.namespace === proxyNs : ns === '~' ? false : ns === s.namespace);
+    if (nsOk && hostMatches(host, s.hostname)) return true;
+  }
+  return false;
+}

@@ -1,0 +1,440 @@
+/**
+ * The aggregated discovery service: gRPC transport, the state-of-the-world and delta protocols, ACK/NACK
+ * tracking per connection, and the push fan-out. It knows nothing about how config is made: it asks
+ * the model for the current snapshot and the generators for resources.
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { DeltaDiscoveryRequest, DiscoveryRequest } from '../gen/envoy/service/discovery/v3/discovery.js';
+import type { Node } from '../gen/envoy/config/core/v3/base.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { EndpointIndex } from '../model/endpoint-index.js';
+import { parseProxy, ProxyIdError, type Proxy } from '../model/proxy.js';
+import type { PushContext } from '../model/push-context.js';
+import type { EncodedResource, ResourceCache } from './cache.js';
+import { Connection, newWatch, type ResponseWriter, type WatchState } from './connection.js';
+import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
+import { PushQueue } from './push-queue.js';
+import type { PushRequest } from './push-request.js';
+import { PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, shortType, type XdsTypeUrl } from './types.js';
+import { encodeControlPlane, encodeDeltaDiscoveryResponse, encodeDeltaResource, encodeDiscoveryResponse } from './wire.js';
+import { parseClusterName } from './envoy/names.js';
+
+export interface ModelView {
+  readonly push: PushContext;
+  readonly endpoints: EndpointIndex;
+}
+
+export interface AdsOptions {
+  readonly pushThrottle: number;
+  readonly sendTimeoutMs: number;
+  readonly flowControl: boolean;
+  readonly flowControlTimeoutMs: number;
+  readonly deltaEnabled: boolean;
+  readonly controlPlaneId: string;
+  readonly distributionTracking: boolean;
+}
+
+export interface AdsDeps {
+  readonly model: () => ModelView;
+  readonly generatorsFor: (proxy: Proxy) => GeneratorSet;
+  readonly cache: ResourceCache;
+  readonly settings: GeneratorSettings;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  readonly options: AdsOptions;
+}
+
+const SERVICE = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
+const passthrough = (b: Buffer): Buffer => b;
+
+type DuplexCall = grpc.ServerDuplexStream<Buffer, Buffer>;
+
+class StreamError extends Error {
+  constructor(
+    readonly code: grpc.status,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function nodeMetadata(node: Node | undefined): Record<string, unknown> {
+  return (node?.metadata as Record<string, unknown> | undefined) ?? {};
+}
+
+export class DiscoveryServer {
+  readonly connections = new Map<string, Connection>();
+  private readonly queue: PushQueue<Connection>;
+  private readonly controlPlane: Buffer;
+  private nonceCounter = 0;
+  private closing = false;
+
+  constructor(private readonly deps: AdsDeps) {
+    this.queue = new PushQueue(Math.max(1, deps.options.pushThrottle), (conn, req, enqueuedAt) => this.pushConnection(conn, req, enqueuedAt));
+    this.controlPlane = encodeControlPlane(deps.options.controlPlaneId);
+  }
+
+  /** The gRPC service definition with pass-through (de)serializers: frames are assembled by hand. */
+  serviceDefinition(): grpc.ServiceDefinition {
+    const method = (name: string): grpc.MethodDefinition<Buffer, Buffer> => ({
+      path: `${SERVICE}/${name}`,
+      requestStream: true,
+      responseStream: true,
+      requestSerialize: passthrough,
+      requestDeserialize: passthrough,
+      responseSerialize: passthrough,
+      responseDeserialize: passthrough,
+    });
+    return { StreamAggregatedResources: method('StreamAggregatedResources'), DeltaAggregatedResources: method('DeltaAggregatedResources') };
+  }
+
+  handlers(): grpc.UntypedServiceImplementation {
+    return {
+      StreamAggregatedResources: (call: DuplexCall) => this.serve(call, false),
+      DeltaAggregatedResources: (call: DuplexCall) => {
+        if (!this.deps.options.deltaEnabled) {
+          call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'delta xDS is disabled on this daemon (set MESH_DELTA_XDS=true)' });
+          return;
+        }
+        this.serve(call, true);
+      },
+    };
+  }
+
+  /** Queue a push to every connection. */
+  push(req: PushRequest): void {
+    for (const [reason, n] of req.reasons) this.deps.metrics.pushTriggers.inc({ type: reason }, n);
+    for (const conn of this.connections.values()) this.queue.enqueue(conn, req);
+  }
+
+  /** Resolves when queued pushes are done (tests, shutdown). */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  get queueLength(): number {
+    return this.queue.pendingCount;
+  }
+
+  close(): void {
+    this.closing = true;
+    this.queue.close();
+    for (const c of this.connections.values()) c.writer.close(grpc.status.UNAVAILABLE, 'server shutting down');
+  }
+
+  private serve(call: DuplexCall, delta: boolean): void {
+    if (this.closing) {
+      call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'server shutting down' });
+      return;
+    }
+    const log = this.deps.log;
+    let conn: Connection | undefined;
+    let chain: Promise<void> = Promise.resolve();
+    let ended = false;
+    const writer: ResponseWriter = {
+      write: (frame) =>
+        new Promise<void>((resolve, reject) => {
+          if (ended) return reject(new Error('stream closed'));
+          if (call.write(frame)) resolve();
+          else call.once('drain', () => resolve());
+        }),
+      close: (code, message) => {
+        if (ended) return;
+        ended = true;
+        call.emit('error', { code, details: message });
+      },
+    };
+    const finish = (): void => {
+      ended = true;
+      if (conn) {
+        conn.closed = true;
+        this.connections.delete(conn.id);
+        this.queue.remove(conn);
+        this.deps.metrics.xdsClients.dec({ version: '' });
+        log.info({ conn: conn.id, peer: conn.proxy.id }, 'ADS: connection closed');
+      }
+    };
+    call.on('data', (raw: Buffer) => {
+      chain = chain
+        .then(async () => {
+          if (ended) return;
+          if (!conn) {
+            conn = this.accept(call, raw, delta, writer);
+          }
+          if (delta) await this.onDeltaRequest(conn, raw);
+          else await this.onRequest(conn, raw);
+        })
+        .catch((err: unknown) => {
+          const code = err instanceof StreamError ? err.code : grpc.status.INTERNAL;
+          const message = err instanceof Error ? err.message : String(err);
+          if (!(err instanceof StreamError)) this.deps.metrics.internalErrors.inc();
+          log.warn({ peer: call.getPeer(), conn: conn?.id, err: message }, 'ADS: closing stream');
+          writer.close(code, message);
+          finish();
+        });
+    });
+    call.on('end', () => {
+      finish();
+      if (!call.writableEnded) call.end();
+    });
+    call.on('error', () => finish());
+    call.on('cancelled', () => finish());
+  }
+
+  private accept(call: DuplexCall, raw: Buffer, delta: boolean, writer: ResponseWriter): Connection {
+    const node = this.decode(raw, delta).node;
+    if (!node?.id) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'first discovery request must carry node.id');
+    let proxy: Proxy;
+    try {
+      proxy = parseProxy(node.id, nodeMetadata(node), node.locality);
+    } catch (e) {
+      if (e instanceof ProxyIdError) throw new StreamError(grpc.status.INVALID_ARGUMENT, e.message);
+      throw e;
+    }
+    const conn = new Connection(proxy, call.getPeer(), delta, writer);
+    this.connections.set(conn.id, conn);
+    this.deps.metrics.xdsClients.inc({ version: '' });
+    this.deps.log.info({ conn: conn.id, type: proxy.type, delta }, 'ADS: new connection');
+    return conn;
+  }
+
+  private decode(raw: Buffer, delta: boolean): DiscoveryRequest | DeltaDiscoveryRequest {
+    try {
+      return delta ? DeltaDiscoveryRequest.decode(raw) : DiscoveryRequest.decode(raw);
+    } catch (e) {
+      throw new StreamError(grpc.status.INVALID_ARGUMENT, `malformed ${delta ? 'Delta' : ''}DiscoveryRequest: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  /** ACK/NACK bookkeeping shared by both protocols. Returns 'ack', 'nack', 'stale' or 'initial'. */
+  private track(conn: Connection, watch: WatchState, nonce: string, error: { code: number; message: string } | undefined): 'ack' | 'nack' | 'stale' | 'initial' {
+    if (nonce === '') return 'initial';
+    const type = shortType[watch.typeUrl as XdsTypeUrl] ?? 'unknown';
+    if (nonce !== watch.nonceSent) {
+      this.deps.metrics.expiredNonce.inc({ type });
+      this.deps.log.debug({ conn: conn.id, type, nonce, current: watch.nonceSent }, 'ADS: stale nonce ignored');
+      return 'stale';
+    }
+    watch.awaitingAck = false;
+    conn.notifyAck();
+    if (error) {
+      watch.lastError = error.message;
+      this.deps.metrics.xdsRejects.inc({ type });
+      const gauge = { cds: this.deps.metrics.cdsReject, eds: this.deps.metrics.edsReject, lds: this.deps.metrics.ldsReject, rds: this.deps.metrics.rdsReject }[type as 'cds'];
+      gauge?.set({ node: conn.proxy.id, err: error.message.slice(0, 120) }, 1);
+      this.deps.log.warn({ conn: conn.id, type, version: watch.versionSent, code: error.code, reason: error.message }, 'ADS: NACK');
+      return 'nack';
+    }
+    watch.nonceAcked = nonce;
+    watch.versionAcked = watch.versionSent;
+    watch.lastAckAt = Date.now();
+    watch.lastError = undefined;
+    this.checkConvergence(conn, watch.typeUrl);
+    return 'ack';
+  }
+
+  private checkConvergence(conn: Connection, typeUrl: string): void {
+    const pc = conn.pendingConvergence;
+    if (!pc) return;
+    pc.types.delete(typeUrl);
+    if (pc.types.size === 0) {
+      this.deps.metrics.convergence.observe((Date.now() - pc.start) / 1000);
+      conn.pendingConvergence = undefined;
+    }
+  }
+
+  private async onRequest(conn: Connection, raw: Buffer): Promise<void> {
+    const req = this.decode(raw, false) as DiscoveryRequest;
+    const typeUrl = req.typeUrl;
+    if (!isKnownType(typeUrl)) {
+      this.deps.log.warn({ conn: conn.id, typeUrl }, 'ADS: request for an unsupported type URL ignored');
+      return;
+    }
+    let watch = conn.watches.get(typeUrl);
+    const wildcard = req.resourceNames.includes('*') || (req.resourceNames.length === 0 && WILDCARD_TYPES.has(typeUrl) && (!watch || watch.names === undefined));
+    const names = wildcard ? undefined : new Set(req.resourceNames.filter((n) => n !== '*'));
+    if (!watch) {
+      watch = newWatch(typeUrl, names);
+      conn.watches.set(typeUrl, watch);
+    }
+    const kind = this.track(conn, watch, req.responseNonce, req.errorDetail ? { code: req.errorDetail.code, message: req.errorDetail.message } : undefined);
+    if (kind === 'stale' || kind === 'nack') return;
+    const namesChanged = !sameNames(watch.names, names);
+    watch.names = names;
+    if (kind === 'initial' || namesChanged) {
+      await this.pushTypes(conn, [typeUrl], undefined, kind === 'initial');
+    }
+  }
+
+  private async onDeltaRequest(conn: Connection, raw: Buffer): Promise<void> {
+    const req = this.decode(raw, true) as DeltaDiscoveryRequest;
+    const typeUrl = req.typeUrl;
+    if (!isKnownType(typeUrl)) {
+      this.deps.log.warn({ conn: conn.id, typeUrl }, 'ADS: delta request for an unsupported type URL ignored');
+      return;
+    }
+    let watch = conn.watches.get(typeUrl);
+    const first = !watch;
+    if (!watch) {
+      const wildcard = req.resourceNamesSubscribe.includes('*') || (req.resourceNamesSubscribe.length === 0 && WILDCARD_TYPES.has(typeUrl));
+      watch = newWatch(typeUrl, wildcard ? undefined : new Set());
+      for (const [n, v] of Object.entries(req.initialResourceVersions)) watch.sent.set(n, v);
+      conn.watches.set(typeUrl, watch);
+    }
+    const kind = this.track(conn, watch, req.responseNonce, req.errorDetail ? { code: req.errorDetail.code, message: req.errorDetail.message } : undefined);
+    if (kind === 'stale' || kind === 'nack') return;
+    let changed = first;
+    if (watch.names) {
+      for (const n of req.resourceNamesSubscribe) if (n !== '*' && !watch.names.has(n)) { watch.names.add(n); changed = true; }
+      for (const n of req.resourceNamesUnsubscribe) if (watch.names.delete(n)) { watch.sent.delete(n); changed = true; }
+    }
+    if (changed) await this.pushTypes(conn, [typeUrl], undefined, first);
+  }
+
+  /** Worker of the push queue. */
+  private async pushConnection(conn: Connection, req: PushRequest, enqueuedAt: number): Promise<void> {
+    if (conn.closed) return;
+    this.deps.metrics.queueTime.observe((Date.now() - enqueuedAt) / 1000);
+    const types = PUSH_ORDER.filter((t) => conn.watches.has(t) && (req.full || t === TypeUrl.Endpoint));
+    await this.pushTypes(conn, types, req, false);
+  }
+
+  /** Generate and send the given types to one connection, skipping types whose content is unchanged. */
+  private async pushTypes(conn: Connection, types: ReadonlyArray<string>, req: PushRequest | undefined, force: boolean): Promise<void> {
+    const model = this.deps.model();
+    const generators = this.deps.generatorsFor(conn.proxy);
+    const sentTypes = new Set<string>();
+    for (const typeUrl of types) {
+      const watch = conn.watches.get(typeUrl);
+      if (!watch || conn.closed) continue;
+      if (req && !req.full && typeUrl === TypeUrl.Endpoint && !this.edsAffected(watch, req)) continue;
+      const started = process.hrtime.bigint();
+      let resources: ReadonlyArray<EncodedResource>;
+      try {
+        resources = generators[typeUrl as XdsTypeUrl]({
+          proxy: conn.proxy,
+          push: model.push,
+          endpoints: model.endpoints,
+          names: watch.names,
+          cache: this.deps.cache,
+          settings: this.deps.settings,
+        });
+      } catch (e) {
+        this.deps.metrics.xdsPushes.inc({ type: `${shortType[typeUrl as XdsTypeUrl]}_builderr` });
+        this.deps.metrics.internalErrors.inc();
+        this.deps.log.error({ conn: conn.id, typeUrl, err: e instanceof Error ? e.stack : String(e) }, 'ADS: generation failed');
+        continue;
+      }
+      const sent = conn.delta ? await this.sendDelta(conn, watch, resources, model, force) : await this.sendSotw(conn, watch, resources, model, force);
+      if (sent) {
+        sentTypes.add(typeUrl);
+        this.deps.metrics.pushTime.observe({ type: shortType[typeUrl as XdsTypeUrl] }, Number(process.hrtime.bigint() - started) / 1e9);
+      }
+    }
+    if (req && sentTypes.size > 0) conn.pendingConvergence = { start: req.start, types: sentTypes };
+  }
+
+  private edsAffected(watch: WatchState, req: PushRequest): boolean {
+    if (!watch.names) return true;
+    for (const name of watch.names) {
+      const parsed = parseClusterName(name);
+      if (parsed && req.edsHosts.has(parsed.host)) return true;
+    }
+    return false;
+  }
+
+  private nextNonce(model: ModelView): string {
+    const n = (++this.nonceCounter).toString(36);
+    return this.deps.options.distributionTracking ? `${model.push.version}/${n}` : n;
+  }
+
+  private async flowControl(conn: Connection, watch: WatchState): Promise<void> {
+    if (!this.deps.options.flowControl || !watch.awaitingAck) return;
+    const type = shortType[watch.typeUrl as XdsTypeUrl];
+    this.deps.metrics.delayedPushes.inc({ type });
+    const acked = await conn.waitForAck(this.deps.options.flowControlTimeoutMs);
+    if (!acked) this.deps.metrics.delayedPushTimeouts.inc({ type });
+  }
+
+  private async write(conn: Connection, frame: Buffer, type: string): Promise<boolean> {
+    const started = process.hrtime.bigint();
+    const timeoutMs = this.deps.options.sendTimeoutMs;
+    try {
+      if (timeoutMs > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        const timedOut = await Promise.race([
+          conn.writer.write(frame).then(() => false),
+          new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs))),
+        ]);
+        clearTimeout(timer);
+        if (timedOut) {
+          this.deps.metrics.writeTimeouts.inc();
+          this.deps.log.warn({ conn: conn.id, type }, 'ADS: send timed out; closing connection');
+          conn.writer.close(grpc.status.DEADLINE_EXCEEDED, 'xDS send timed out');
+          return false;
+        }
+      } else {
+        await conn.writer.write(frame);
+      }
+    } catch {
+      this.deps.metrics.xdsPushes.inc({ type: `${type}_senderr` });
+      return false;
+    }
+    this.deps.metrics.sendTime.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    this.deps.metrics.configSize.observe({ type }, frame.length);
+    this.deps.metrics.xdsPushes.inc({ type });
+    return true;
+  }
+
+  private async sendSotw(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean): Promise<boolean> {
+    if (!force && !Connection.changed(watch, resources)) return false;
+    await this.flowControl(conn, watch);
+    const nonce = this.nextNonce(model);
+    const version = model.push.version;
+    const type = shortType[watch.typeUrl as XdsTypeUrl];
+    const frame = encodeDiscoveryResponse(version, watch.typeUrl, nonce, resources.map((r) => r.any), this.controlPlane);
+    // Record before writing: the ACK may arrive before the write promise settles.
+    watch.nonceSent = nonce;
+    watch.versionSent = version;
+    watch.sent = new Map(resources.map((r) => [r.name, r.version]));
+    watch.lastSentAt = Date.now();
+    watch.awaitingAck = true;
+    return this.write(conn, frame, type);
+  }
+
+  private async sendDelta(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean): Promise<boolean> {
+    const changed = resources.filter((r) => watch.sent.get(r.name) !== r.version);
+    const present = new Set(resources.map((r) => r.name));
+    const removed: string[] = [];
+    for (const name of watch.sent.keys()) {
+      if (!present.has(name) && (watch.names === undefined || watch.names.has(name))) removed.push(name);
+    }
+    if (changed.length === 0 && removed.length === 0 && !force) return false;
+    await this.flowControl(conn, watch);
+    const nonce = this.nextNonce(model);
+    const type = shortType[watch.typeUrl as XdsTypeUrl];
+    const frame = encodeDeltaDiscoveryResponse(
+      model.push.version,
+      watch.typeUrl,
+      nonce,
+      changed.map((r) => encodeDeltaResource(r.name, r.version, r.any)),
+      removed,
+      this.controlPlane,
+    );
+    watch.nonceSent = nonce;
+    watch.versionSent = model.push.version;
+    for (const r of changed) watch.sent.set(r.name, r.version);
+    for (const n of removed) watch.sent.delete(n);
+    watch.lastSentAt = Date.now();
+    watch.awaitingAck = true;
+    return this.write(conn, frame, type);
+  }
+}
+
+function sameNames(a: ReadonlySet<string> | undefined, b: ReadonlySet<string> | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  if (a.size !== b.size) return false;
+  for (const n of a) if (!b.has(n)) return false;
+  return true;
+}

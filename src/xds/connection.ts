@@ -1,0 +1,84 @@
+import type { Proxy } from '../model/proxy.js';
+import type { EncodedResource } from './cache.js';
+
+/** What one connection watches of one type, and where its ACKs stand. */
+export interface WatchState {
+  readonly typeUrl: string;
+  /** Requested names; undefined = wildcard. */
+  names: Set<string> | undefined;
+  /** Delta only: names the client said it had when it connected. */
+  initialVersions?: Map<string, string>;
+  nonceSent: string;
+  versionSent: string;
+  nonceAcked: string;
+  versionAcked: string;
+  /** name → version of what was last sent (and, for SotW, the whole set). */
+  sent: Map<string, string>;
+  lastSentAt: number;
+  lastAckAt: number;
+  /** Last NACK's message, cleared by the next ACK. */
+  lastError?: string;
+  /** A response is on the wire without an ACK/NACK yet (flow control). */
+  awaitingAck: boolean;
+}
+
+export function newWatch(typeUrl: string, names: Set<string> | undefined): WatchState {
+  return { typeUrl, names, nonceSent: '', versionSent: '', nonceAcked: '', versionAcked: '', sent: new Map(), lastSentAt: 0, lastAckAt: 0, awaitingAck: false };
+}
+
+/** Writes frames to the client; resolves when the transport took them (respecting back-pressure). */
+export interface ResponseWriter {
+  write(frame: Buffer): Promise<void>;
+  close(code: number, message: string): void;
+}
+
+let counter = 0;
+
+/** One ADS stream from one proxy. */
+export class Connection {
+  readonly id: string;
+  readonly connectedAt = Date.now();
+  readonly watches = new Map<string, WatchState>();
+  /** Start time of the change the most recent push carried, until all its responses are ACKed. */
+  pendingConvergence?: { start: number; types: Set<string> };
+  private ackWaiters: Array<() => void> = [];
+  closed = false;
+
+  constructor(
+    readonly proxy: Proxy,
+    readonly peer: string,
+    readonly delta: boolean,
+    readonly writer: ResponseWriter,
+  ) {
+    this.id = `${proxy.id}-${++counter}`;
+  }
+
+  /** Resolves on the next ACK or NACK (for flow control), or after `timeoutMs`: true if one came. */
+  waitForAck(timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.ackWaiters = this.ackWaiters.filter((w) => w !== done);
+        resolve(false);
+      }, timeoutMs);
+      const done = (): void => {
+        clearTimeout(t);
+        resolve(true);
+      };
+      this.ackWaiters.push(done);
+    });
+  }
+
+  notifyAck(): void {
+    const w = this.ackWaiters;
+    this.ackWaiters = [];
+    for (const f of w) f();
+  }
+
+  /** True when the set of resources differs from what was last sent for this watch. */
+  static changed(watch: WatchState, resources: ReadonlyArray<EncodedResource>): boolean {
+    if (watch.nonceSent === '') return true;
+    if (watch.sent.size !== resources.length) return true;
+    for (const r of resources) if (watch.sent.get(r.name) !== r.version) return true;
+    return false;
+  }
+}

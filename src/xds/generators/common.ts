@@ -1,0 +1,133 @@
+/** Generation steps shared by all proxy kinds: outbound clusters and endpoint assignments. */
+import { Cluster } from '../../gen/envoy/config/cluster/v3/cluster.js';
+import { ClusterLoadAssignment } from '../../gen/envoy/config/endpoint/v3/endpoint.js';
+import type { Proxy } from '../../model/proxy.js';
+import type { PushContext, ResolvedDestinationRule } from '../../model/push-context.js';
+import type { EndpointIndex } from '../../model/endpoint-index.js';
+import { localityKey, type Service, type ServicePort } from '../../model/service.js';
+import { objectId } from '../../util/identity.js';
+import type { EncodedResource, ResourceCache } from '../cache.js';
+import { buildOutboundCluster, mergePolicy, policyForPort } from '../envoy/clusters.js';
+import { buildLoadAssignment } from '../envoy/endpoints.js';
+import { outboundClusterName, parseClusterName } from '../envoy/names.js';
+import { encode } from '../envoy/pack.js';
+import { TypeUrl } from '../types.js';
+
+export interface ClusterRef {
+  readonly name: string;
+  readonly service: Service;
+  readonly port: ServicePort;
+  readonly subset: string;
+}
+
+/** The outbound clusters for a service: one per port, plus one per port and subset of its rule. */
+export function clusterRefs(service: Service, dr: ResolvedDestinationRule | undefined): ClusterRef[] {
+  const out: ClusterRef[] = [];
+  for (const port of service.ports) {
+    out.push({ name: outboundClusterName(port.port, '', service.hostname), service, port, subset: '' });
+    for (const s of dr?.spec.subsets ?? []) {
+      if (!s.name) continue;
+      out.push({ name: outboundClusterName(port.port, s.name, service.hostname), service, port, subset: s.name });
+    }
+  }
+  return out;
+}
+
+/** Resolves a cluster name back to its service and port, as seen by `proxy`. */
+export function resolveClusterRef(name: string, push: PushContext, proxy: Proxy): ClusterRef | undefined {
+  const parsed = parseClusterName(name);
+  if (!parsed || parsed.direction !== 'outbound') return undefined;
+  const service = push.serviceForHost(parsed.host, proxy.namespace);
+  if (!service) return undefined;
+  const port = service.ports.find((p) => p.port === parsed.port);
+  if (!port) return undefined;
+  if (parsed.subset) {
+    const dr = push.destinationRule(proxy, service);
+    if (!dr?.spec.subsets?.some((s) => s.name === parsed.subset)) return undefined;
+  }
+  return { name, service, port, subset: parsed.subset };
+}
+
+export function encodeOutboundCluster(
+  ref: ClusterRef,
+  proxy: Proxy,
+  push: PushContext,
+  endpoints: EndpointIndex,
+  cache: ResourceCache,
+  proxyless: boolean,
+): EncodedResource {
+  const dr = push.destinationRule(proxy, ref.service);
+  const dns = ref.service.resolution === 'DNS' || ref.service.resolution === 'DNSRoundRobin';
+  const hostEps = dns ? endpoints.get(ref.service.hostname) : undefined;
+  const key = `c|${ref.name}|s${objectId(ref.service)}|d${objectId(dr?.spec)}|m${objectId(push.mesh)}|${proxyless ? 'g' : 'e'}|${hostEps?.version ?? 0}`;
+  return cache.getOrBuild('cds', key, () => {
+    const subset = dr?.spec.subsets?.find((s) => s.name === ref.subset);
+    const policy = mergePolicy(policyForPort(dr?.spec.trafficPolicy, ref.port.port), subset ? policyForPort(subset.trafficPolicy, ref.port.port) : undefined);
+    const cluster = buildOutboundCluster({
+      name: ref.name,
+      service: ref.service,
+      port: ref.port,
+      policy,
+      mesh: push.mesh,
+      proxyless,
+      inlineEndpoints: hostEps?.endpoints.filter((e) => e.servicePortName === ref.port.name).map((e) => ({ address: e.address, port: e.port })),
+    });
+    return { name: ref.name, typeUrl: TypeUrl.Cluster, bytes: encode(Cluster, cluster) };
+  });
+}
+
+/** Outbound clusters of every service visible to the proxy; one list per scope per push. */
+export function visibleOutboundClusters(
+  proxy: Proxy,
+  push: PushContext,
+  endpoints: EndpointIndex,
+  cache: ResourceCache,
+  proxyless: boolean,
+): ReadonlyArray<EncodedResource> {
+  const memoKey = `cds-out|${push.scopeKey(proxy)}|${proxyless}|${proxy.type}`;
+  const memo = push.memo.get(memoKey) as ReadonlyArray<EncodedResource> | undefined;
+  if (memo) return memo;
+  const out: EncodedResource[] = [];
+  for (const service of push.visibleServices(proxy)) {
+    const dr = push.destinationRule(proxy, service);
+    for (const ref of clusterRefs(service, dr)) out.push(encodeOutboundCluster(ref, proxy, push, endpoints, cache, proxyless));
+  }
+  push.memo.set(memoKey, out);
+  return out;
+}
+
+/** One ClusterLoadAssignment per requested EDS cluster the proxy may see. */
+export function generateEndpoints(
+  proxy: Proxy,
+  push: PushContext,
+  endpoints: EndpointIndex,
+  cache: ResourceCache,
+  names: ReadonlySet<string> | undefined,
+  withTlsMetadata: boolean,
+  allClusters: () => Iterable<string>,
+): EncodedResource[] {
+  const out: EncodedResource[] = [];
+  for (const name of names ?? allClusters()) {
+    const ref = resolveClusterRef(name, push, proxy);
+    if (!ref || ref.service.resolution !== 'ClientSideLB') continue;
+    const dr = push.destinationRule(proxy, ref.service);
+    const hostEps = endpoints.get(ref.service.hostname);
+    const failover = dr?.spec.trafficPolicy?.outlierDetection !== undefined && (proxy.locality.region !== '' || proxy.locality.zone !== '');
+    const key = `e|${name}|v${hostEps.version}|d${objectId(dr?.spec)}|${withTlsMetadata ? 't' : ''}|${failover ? localityKey(proxy.locality) : ''}`;
+    out.push(
+      cache.getOrBuild('eds', key, () => {
+        const subsetLabels = ref.subset ? dr?.spec.subsets?.find((s) => s.name === ref.subset)?.labels : undefined;
+        const cla = buildLoadAssignment({
+          clusterName: name,
+          endpoints: hostEps.endpoints,
+          portName: ref.port.name,
+          subsetLabels: ref.subset ? (subsetLabels ?? {}) : undefined,
+          clientLocality: failover ? proxy.locality : undefined,
+          withTlsMetadata,
+        });
+        return { name, typeUrl: TypeUrl.Endpoint, bytes: encode(ClusterLoadAssignment, cla) };
+      }),
+    );
+  }
+  return out;
+}

@@ -1,0 +1,89 @@
+/**
+ * Generators for proxyless gRPC clients. A client dialing `xds:///host:port` asks for Listener
+ * `host:port`; it gets an API listener whose RDS name is the same string, one virtual host for the
+ * service, and EDS clusters named by the routes.
+ */
+import { Listener } from '../../gen/envoy/config/listener/v3/listener.js';
+import { RouteConfiguration } from '../../gen/envoy/config/route/v3/route.js';
+import type { Proxy } from '../../model/proxy.js';
+import type { PushContext } from '../../model/push-context.js';
+import type { Service } from '../../model/service.js';
+import type { EncodedResource } from '../cache.js';
+import { buildApiListener } from '../envoy/listeners.js';
+import { encode, msg } from '../envoy/pack.js';
+import { buildHttpRoutes, defaultRoute, type RouteContext } from '../envoy/routes.js';
+import { TypeUrl } from '../types.js';
+import { encodeOutboundCluster, generateEndpoints, resolveClusterRef, visibleOutboundClusters } from './common.js';
+import type { GenerateInput, GeneratorSet } from './types.js';
+
+/** `host:port` → the visible service and port, or undefined. */
+function parseTarget(name: string, push: PushContext, proxy: Proxy): { service: Service; port: number; host: string } | undefined {
+  const colon = name.lastIndexOf(':');
+  const host = colon > 0 ? name.slice(0, colon) : name;
+  const portText = colon > 0 ? name.slice(colon + 1) : '';
+  let service = push.serviceForHost(host, proxy.namespace);
+  if (!service && !host.includes('.')) {
+    // short names resolve in the client's namespace
+    service = push.serviceForHost(`${host}.${proxy.namespace}.svc.${push.mesh.domain}`, proxy.namespace);
+  }
+  if (!service) return undefined;
+  const port = portText ? Number(portText) : service.ports.length === 1 ? service.ports[0].port : NaN;
+  if (!service.ports.some((p) => p.port === port)) return undefined;
+  return { service, port, host };
+}
+
+function listeners({ proxy, push, cache, names }: GenerateInput): EncodedResource[] {
+  const out: EncodedResource[] = [];
+  for (const name of names ?? []) {
+    if (!parseTarget(name, push, proxy)) continue;
+    out.push(cache.getOrBuild('lds', `gl|${name}`, () => ({ name, typeUrl: TypeUrl.Listener, bytes: encode(Listener, buildApiListener(name, name)) })));
+  }
+  return out;
+}
+
+function routes({ proxy, push, cache, names, settings }: GenerateInput): EncodedResource[] {
+  const out: EncodedResource[] = [];
+  for (const name of names ?? []) {
+    const target = parseTarget(name, push, proxy);
+    if (!target) continue;
+    const vs = push.virtualServiceForHost(proxy.namespace, target.service.hostname);
+    // Routes read the rules of every destination they name: the snapshot version covers them all.
+    const key = `gr|${name}|${proxy.namespace}|p${push.version}|${push.usesSourceMatch ? JSON.stringify(proxy.labels) : ''}`;
+    out.push(
+      cache.getOrBuild('rds', key, () => {
+        const ctx: RouteContext = {
+          push,
+          proxy,
+          namespace: vs?.namespace ?? target.service.namespace,
+          listenerPort: target.port,
+          proxyless: true,
+          defaultTimeoutMs: settings.defaultRequestTimeoutMs,
+          gateway: 'mesh',
+        };
+        const routeList = vs ? buildHttpRoutes(`${vs.namespace}.${vs.source.meta.name}`, vs.http, ctx) : [];
+        if (routeList.length === 0) routeList.push(defaultRoute(target.service, target.port, ctx));
+        const domains = [...new Set([name, target.host, `${target.service.hostname}:${target.port}`, target.service.hostname])];
+        const rc = msg(RouteConfiguration, { name, virtualHosts: [{ name, domains, routes: routeList }] });
+        return { name, typeUrl: TypeUrl.Route, bytes: encode(RouteConfiguration, rc) };
+      }),
+    );
+  }
+  return out;
+}
+
+function clusters({ proxy, push, endpoints, cache, names }: GenerateInput): ReadonlyArray<EncodedResource> {
+  if (!names) return visibleOutboundClusters(proxy, push, endpoints, cache, true);
+  const out: EncodedResource[] = [];
+  for (const name of names) {
+    const ref = resolveClusterRef(name, push, proxy);
+    if (ref) out.push(encodeOutboundCluster(ref, proxy, push, endpoints, cache, true));
+  }
+  return out;
+}
+
+export const grpcGenerators: GeneratorSet = {
+  [TypeUrl.Listener]: listeners,
+  [TypeUrl.Route]: routes,
+  [TypeUrl.Cluster]: clusters,
+  [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names }) => generateEndpoints(proxy, push, endpoints, cache, names, false, () => []),
+};

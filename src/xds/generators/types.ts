@@ -1,0 +1,41 @@
+import type { EndpointIndex } from '../../model/endpoint-index.js';
+import type { Proxy } from '../../model/proxy.js';
+import type { PushContext } from '../../model/push-context.js';
+import type { EncodedResource, ResourceCache } from '../cache.js';
+import type { XdsTypeUrl } from '../types.js';
+
+/** Daemon settings that shape generated config (from environment variables). */
+export interface GeneratorSettings {
+  readonly inboundPassthrough: boolean;
+  readonly defaultRequestTimeoutMs: number;
+  readonly sidecarUseRemoteAddress: boolean;
+  readonly http10: boolean;
+  readonly httpDelayedCloseTimeoutMs: number;
+  readonly gatewayStripHostPort: boolean;
+  readonly routeCollapse: boolean;
+}
+
+export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
+  inboundPassthrough: true,
+  defaultRequestTimeoutMs: 0,
+  sidecarUseRemoteAddress: false,
+  http10: false,
+  httpDelayedCloseTimeoutMs: 1000,
+  gatewayStripHostPort: false,
+  routeCollapse: true,
+});
+
+/** Everything a generator reads. Generators are pure functions of this input. */
+export interface GenerateInput {
+  readonly proxy: Proxy;
+  readonly push: PushContext;
+  readonly endpoints: EndpointIndex;
+  /** Requested names; undefined for a wildcard subscription. */
+  readonly names: ReadonlySet<string> | undefined;
+  readonly cache: ResourceCache;
+  readonly settings: GeneratorSettings;
+}
+
+export type Generator = (input: GenerateInput) => ReadonlyArray<EncodedResource>;
+
+export type GeneratorSet = Readonly<Record<XdsTypeUrl, Generator>>;

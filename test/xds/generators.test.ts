@@ -1,0 +1,210 @@
+import { modelFromYaml, sidecar, grpcClient, router, TypeUrl } from '../support/model.js';
+import { hcmOf, tcpProxiesOf } from '../support/decode.js';
+import { integrityProblems } from './integrity.js';
+import type { Proxy } from '../../src/model/proxy.js';
+import type { TestModel } from '../support/model.js';
+
+const ROUTING = `
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: echo, namespace: default }
+spec:
+  hosts: [echo]
+  http:
+    - name: canary
+      match: [{ headers: { x-canary: { exact: "true" } } }]
+      route: [{ destination: { host: echo, subset: v2 } }]
+    - name: split
+      route:
+        - { destination: { host: echo, subset: v1 }, weight: 80 }
+        - { destination: { host: echo, subset: v2 }, weight: 20 }
+      timeout: 3s
+      retries: { attempts: 4, retryOn: "unavailable,503" }
+---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: { name: echo, namespace: default }
+spec:
+  host: echo.default.svc.cluster.local
+  trafficPolicy:
+    loadBalancer: { consistentHash: { httpHeaderName: x-user } }
+    outlierDetection: { consecutive5xxErrors: 5, interval: 10s, baseEjectionTime: 30s }
+  subsets:
+    - { name: v1, labels: { version: v1 } }
+    - { name: v2, labels: { version: v2 } }
+`;
+
+function fullConfig(m: TestModel, p: Proxy) {
+  const clusters = m.generate(p, TypeUrl.Cluster);
+  const eds = clusters.filter((c) => c.edsClusterConfig).map((c) => c.name);
+  const listeners = m.generate(p, TypeUrl.Listener, p.type === 'grpc' ? ['echo.default.svc.cluster.local:7070'] : undefined);
+  const rds = [...new Set(listeners.flatMap((l) => hcmOf(l).map((h) => h.rds?.routeConfigName).filter((n): n is string => !!n)))];
+  return { clusters, endpoints: m.generate(p, TypeUrl.Endpoint, eds), listeners, routes: m.generate(p, TypeUrl.Route, rds) };
+}
+
+describe('proxyless gRPC generators', () => {
+  const m = modelFromYaml(ROUTING);
+  afterAll(() => m.stop());
+  const client = grpcClient();
+
+  it('serves an API listener named as the client dials it, pointing at RDS of the same name', () => {
+    const [l] = m.generate(client, TypeUrl.Listener, ['echo.default.svc.cluster.local:7070']);
+    expect(l.name).toBe('echo.default.svc.cluster.local:7070');
+    const [hcm] = hcmOf(l);
+    expect(hcm.rds?.routeConfigName).toBe('echo.default.svc.cluster.local:7070');
+    expect(hcm.httpFilters.map((f) => f.name)).toEqual(['envoy.filters.http.fault', 'envoy.filters.http.router']);
+  });
+
+  it('omits listeners for unknown services and ports', () => {
+    expect(m.generate(client, TypeUrl.Listener, ['nope.default.svc.cluster.local:7070', 'echo.default.svc.cluster.local:1'])).toEqual([]);
+  });
+
+  it('turns the VirtualService into header-matched and weighted routes with subsets, timeout and retries', () => {
+    const [rc] = m.generate(client, TypeUrl.Route, ['echo.default.svc.cluster.local:7070']);
+    const [vh] = rc.virtualHosts;
+    expect(vh.domains).toContain('echo.default.svc.cluster.local:7070');
+    const [canary, split] = vh.routes;
+    expect(canary.match?.headers[0]).toMatchObject({ name: 'x-canary', stringMatch: { exact: 'true' } });
+    expect(canary.route?.cluster).toBe('outbound|7070|v2|echo.default.svc.cluster.local');
+    expect(split.route?.weightedClusters?.clusters.map((c) => [c.name, c.weight])).toEqual([
+      ['outbound|7070|v1|echo.default.svc.cluster.local', 80],
+      ['outbound|7070|v2|echo.default.svc.cluster.local', 20],
+    ]);
+    expect(split.route?.maxStreamDuration?.maxStreamDuration).toEqual({ seconds: 3, nanos: 0 });
+    expect(split.route?.retryPolicy).toMatchObject({ numRetries: 4, retryOn: 'unavailable,retriable-status-codes', retriableStatusCodes: [503] });
+    expect(split.route?.hashPolicy[0].header?.headerName).toBe('x-user');
+  });
+
+  it('assigns subset endpoints by label', () => {
+    const [v1] = m.generate(client, TypeUrl.Endpoint, ['outbound|7070|v1|echo.default.svc.cluster.local']);
+    const ports = v1.endpoints.flatMap((l) => l.lbEndpoints.map((e) => e.endpoint?.address?.socketAddress?.portValue));
+    expect(ports).toEqual([17070]);
+    const [all] = m.generate(client, TypeUrl.Endpoint, ['outbound|7070||echo.default.svc.cluster.local']);
+    expect(all.endpoints.flatMap((l) => l.lbEndpoints)).toHaveLength(2);
+  });
+
+  it('builds clusters with the rule’s load balancer and outlier detection', () => {
+    const clusters = m.generate(client, TypeUrl.Cluster, ['outbound|7070|v1|echo.default.svc.cluster.local']);
+    expect(clusters).toHaveLength(1);
+    expect(clusters[0].lbPolicy).toBe(2 /* RING_HASH */);
+    expect(clusters[0].outlierDetection?.consecutive5xx).toBe(5);
+    expect(clusters[0].transportSocket).toBeUndefined();
+  });
+
+  it('is referentially complete', () => {
+    expect(integrityProblems(fullConfig(m, client))).toEqual([]);
+  });
+});
+
+describe('sidecar generators', () => {
+  const m = modelFromYaml(ROUTING);
+  afterAll(() => m.stop());
+  const proxy = sidecar('127.0.0.1', 'echo-v1-abc', 'default', { app: 'echo', version: 'v1' });
+
+  it('has capture listeners, per-port outbound listeners and inbound chains for its own ports', () => {
+    const listeners = m.generate(proxy, TypeUrl.Listener);
+    const names = listeners.map((l) => l.name);
+    expect(names).toEqual(expect.arrayContaining(['virtualOutbound', 'virtualInbound', '0.0.0.0_7070', '0.0.0.0_9080', '10.96.0.12_5432']));
+    const inbound = listeners.find((l) => l.name === 'virtualInbound')!;
+    // 127.0.0.1 hosts every Mock endpoint: one chain per target port
+    expect(inbound.filterChains.map((c) => c.filterChainMatch?.destinationPort)).toEqual([15432, 17070, 17071, 19080]);
+    const db = listeners.find((l) => l.name === '10.96.0.12_5432')!;
+    expect(tcpProxiesOf(db)[0].cluster).toBe('outbound|5432||db.data.svc.cluster.local');
+  });
+
+  it('routes port 7070 by the VirtualService and keeps domains unique', () => {
+    const [rc] = m.generate(proxy, TypeUrl.Route, ['7070']);
+    const vh = rc.virtualHosts.find((v) => v.name === 'echo.default.svc.cluster.local:7070')!;
+    expect(vh.domains).toEqual(expect.arrayContaining(['echo', 'echo:7070', 'echo.default', '10.96.0.10:7070']));
+    expect(vh.routes.map((r) => r.name)).toEqual(['canary', 'split']);
+    expect(rc.virtualHosts.at(-1)?.name).toBe('allow_any');
+  });
+
+  it('has subset, inbound, passthrough and blackhole clusters with auto mTLS matches', () => {
+    const clusters = m.generate(proxy, TypeUrl.Cluster);
+    const names = clusters.map((c) => c.name);
+    expect(names).toEqual(expect.arrayContaining(['outbound|7070|v1|echo.default.svc.cluster.local', 'inbound|17070||', 'PassthroughCluster', 'BlackHoleCluster', 'InboundPassthroughClusterIpv4']));
+    const echo = clusters.find((c) => c.name === 'outbound|7070||echo.default.svc.cluster.local')!;
+    expect(echo.transportSocketMatches.map((t) => t.name)).toEqual(['tlsMode-mesh', 'tlsMode-disabled']);
+  });
+
+  it('is referentially complete', () => {
+    expect(integrityProblems(fullConfig(m, proxy))).toEqual([]);
+  });
+
+  it('hides services and rules not exported to the proxy namespace', () => {
+    const m2 = modelFromYaml(`
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: { name: private, namespace: team-a }
+spec:
+  hosts: [private.team-a.svc.cluster.local]
+  exportTo: ["."]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{ number: 8080, name: http, protocol: HTTP }]
+  endpoints: [{ address: 10.1.0.1 }]
+`);
+    const inA = m2.generate(sidecar('10.1.0.9', 'a', 'team-a'), TypeUrl.Cluster).map((c) => c.name);
+    const inB = m2.generate(sidecar('10.1.0.8', 'b', 'team-b'), TypeUrl.Cluster).map((c) => c.name);
+    expect(inA).toContain('outbound|8080||private.team-a.svc.cluster.local');
+    expect(inB).not.toContain('outbound|8080||private.team-a.svc.cluster.local');
+    m2.stop();
+  });
+
+  it('scopes egress by the namespace Sidecar resource', () => {
+    const m2 = modelFromYaml(`
+apiVersion: networking.mesh.io/v1
+kind: Sidecar
+metadata: { name: default, namespace: default }
+spec:
+  egress: [{ hosts: ["./*"] }]
+`);
+    const names = m2.generate(proxy, TypeUrl.Cluster).map((c) => c.name);
+    expect(names).toContain('outbound|7070||echo.default.svc.cluster.local');
+    expect(names).not.toContain('outbound|5432||db.data.svc.cluster.local');
+    m2.stop();
+  });
+});
+
+describe('gateway generators', () => {
+  const m = modelFromYaml(`
+apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: { name: public, namespace: mesh-system }
+spec:
+  selector: { app: mesh-ingressgateway }
+  servers:
+    - port: { number: 8080, name: http, protocol: HTTP }
+      hosts: ["*/echo.example.com"]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: echo-public, namespace: default }
+spec:
+  hosts: [echo.example.com]
+  gateways: [mesh-system/public]
+  http:
+    - match: [{ uri: { prefix: /api } }]
+      rewrite: { uri: / }
+      route: [{ destination: { host: echo.default.svc.cluster.local, port: { number: 7070 } } }]
+`);
+  afterAll(() => m.stop());
+  const gw = router();
+
+  it('binds a listener per server port and routes bound VirtualServices by host', () => {
+    const [l] = m.generate(gw, TypeUrl.Listener);
+    expect(l.name).toBe('0.0.0.0_8080');
+    expect(hcmOf(l)[0].rds?.routeConfigName).toBe('http.8080');
+    const [rc] = m.generate(gw, TypeUrl.Route, ['http.8080']);
+    expect(rc.virtualHosts.map((v) => v.domains)).toEqual([['echo.example.com', 'echo.example.com:*']]);
+    const r = rc.virtualHosts[0].routes[0];
+    expect(r.match?.prefix).toBe('/api');
+    expect(r.route?.prefixRewrite).toBe('/');
+    expect(r.route?.cluster).toBe('outbound|7070||echo.default.svc.cluster.local');
+  });
+
+  it('gives nothing to a router no Gateway selects', () => {
+    expect(m.generate(router('mesh-system', { app: 'other' }), TypeUrl.Listener)).toEqual([]);
+  });
+});
