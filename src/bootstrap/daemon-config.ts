@@ -1,4 +1,4 @@
-import type { ListenAddress } from '../server/listen.js';
+import type { ListenAddr as ListenAddress } from '../config/discovery-flags.js';
 import type { FeatureFlags } from '../model/push-context.js';
 import type { GeneratorSettings } from '../xds/generators/types.js';
 import type { AdsOptions } from '../xds/ads-server.js';

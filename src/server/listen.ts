@@ -1,9 +1,9 @@
-/** A listen address as the flags spell it: `:15010`, `127.0.0.1:8080`, `[::1]:15014`. */
-export interface ListenAddress {
-  readonly host: string;
-  readonly port: number;
-}
+import type { ListenAddr } from '../config/discovery-flags.js';
 
+export type ListenAddress = ListenAddr;
+
+/** `host:port` for a listen address; an empty host means all addresses. */
 export function formatListen(a: ListenAddress): string {
-  return `${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
+  const host = a.host === '' ? '0.0.0.0' : a.host;
+  return `${host.includes(':') ? `[${host}]` : host}:${a.port}`;
 }

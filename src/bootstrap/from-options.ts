@@ -1,0 +1,56 @@
+import type { DaemonEnv } from '../config/daemon-env.js';
+import { ConfigError } from '../config/config-error.js';
+import type { DiscoveryOptions, ListenAddr } from '../config/discovery-flags.js';
+import type { DaemonConfig } from './daemon-config.js';
+
+function required(name: string, a: ListenAddr | null): ListenAddr {
+  if (!a) throw new ConfigError([`${name}: an address is required to serve`]);
+  return a;
+}
+
+/** Resolves parsed flags and environment into what the running daemon uses. */
+export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonConfig {
+  return {
+    grpcAddr: required('--grpcAddr', o.grpcAddr),
+    httpAddr: o.httpAddr ?? { host: '127.0.0.1', port: 8080 },
+    monitoringAddr: required('--monitoringAddr', o.monitoringAddr),
+    debugOnHttp: env.ENABLE_DEBUG_ON_HTTP && o.httpAddr !== null,
+    configDir: o.configDir || undefined,
+    registries: o.registries,
+    meshConfigFile: o.meshConfig,
+    domain: o.domain,
+    clusterId: o.clusterID,
+    namespace: o.namespace,
+    shutdownMs: o.shutdownDuration,
+    keepalive: { intervalMs: o.keepaliveInterval, timeoutMs: o.keepaliveTimeout, maxConnectionAgeMs: o.keepaliveMaxServerConnectionAge },
+    grpcMaxStreams: env.MESH_GPRC_MAXSTREAMS,
+    grpcMaxRecvMsgSize: env.MESH_GPRC_MAXRECVMSGSIZE,
+    debounceAfterMs: env.DISC_DEBOUNCE_AFTER,
+    debounceMaxMs: env.DISC_DEBOUNCE_MAX,
+    edsDebounce: env.DISC_ENABLE_EDS_DEBOUNCE,
+    xdsCache: { enabled: env.DISC_ENABLE_XDS_CACHE, size: env.DISC_XDS_CACHE_SIZE },
+    features: {
+      virtualServiceDelegate: env.DISC_ENABLE_VIRTUAL_SERVICE_DELEGATE,
+      destinationRuleInheritance: env.DISC_ENABLE_DESTINATION_RULE_INHERITANCE,
+      scopeGatewayToNamespace: env.DISC_SCOPE_GATEWAY_TO_NAMESPACE,
+    },
+    generator: {
+      inboundPassthrough: env.DISC_ENABLE_INBOUND_PASSTHROUGH,
+      defaultRequestTimeoutMs: env.MESH_DEFAULT_REQUEST_TIMEOUT,
+      sidecarUseRemoteAddress: env.DISC_SIDECAR_USE_REMOTE_ADDRESS,
+      http10: env.DISC_HTTP10,
+      httpDelayedCloseTimeoutMs: env.DISC_HTTP_DELAYED_CLOSE_TIMEOUT,
+      gatewayStripHostPort: env.MESH_GATEWAY_STRIP_HOST_PORT,
+      routeCollapse: env.DISC_ENABLE_ROUTE_COLLAPSE_OPTIMIZATION,
+    },
+    ads: {
+      pushThrottle: env.DISC_PUSH_THROTTLE,
+      sendTimeoutMs: env.DISC_XDS_SEND_TIMEOUT,
+      flowControl: env.DISC_ENABLE_FLOW_CONTROL,
+      flowControlTimeoutMs: env.DISC_FLOW_CONTROL_TIMEOUT,
+      deltaEnabled: env.MESH_DELTA_XDS,
+      distributionTracking: env.DISC_ENABLE_CONFIG_DISTRIBUTION_TRACKING,
+    },
+    podName: env.POD_NAME ?? '',
+  };
+}

@@ -1,0 +1,354 @@
+/**
+ * Config source that serves the `*.yaml`, `*.yml` and `*.json` files of a directory tree
+ * (`--configDir`).
+ *
+ * Change detection: a non-recursive fs.watch on every directory of the tree triggers a
+ * debounced rescan; a periodic rescan catches what the watchers miss (every `rescanIntervalMs`
+ * while they work, every `pollIntervalMs` when a watcher failed or `watch` is off). A rescan
+ * stats every file and re-reads a file when its size, mtime, ctime or inode changed, or when it
+ * was modified so recently that a same-size rewrite within the clock tick could hide; a file
+ * whose content hash is unchanged causes no work. Edits, atomic renames and deletes are seen
+ * within one debounce interval (default 30 ms) of the watch event.
+ *
+ * Files are read in path order (sorted per directory), which decides which of two files defining
+ * the same object wins at start-up (see store.ts for the rule afterwards).
+ *
+ * Names starting with `.` are skipped (editor temporaries, the `..data` folders of mounted config
+ * maps); symbolic links to files are followed, links to directories are not.
+ *
+ * Broken content: documents are judged one by one (see parse.ts). When the new version of a file
+ * has an invalid document, the last valid version of that document stays in effect and the
+ * rejection is reported. When a document is too broken to tell which object it is, every object
+ * of the previous version of the file that the new version does not define stays in effect: a
+ * syntax error never deletes configuration. Objects go away only when their file parses and no
+ * longer defines them, or when the file is deleted.
+ */
+import { createHash } from 'node:crypto';
+import { watch, type FSWatcher, type Stats } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { extname, join, relative, sep } from 'node:path';
+import { parseConfigDocuments } from './parse.js';
+import type { MemoryConfigStore } from './store.js';
+import type { ConfigObject, ConfigRejection } from './types.js';
+
+export interface FileConfigSourceOptions {
+  readonly dir: string;
+  readonly store: MemoryConfigStore;
+  /** Namespace of documents that name none. */
+  readonly defaultNamespace: string;
+  /** Called for every refused document (once per content change of its file). */
+  readonly onReject?: (rejection: ConfigRejection) => void;
+  /** Called on I/O and internal errors; the source keeps running. */
+  readonly onError?: (error: Error) => void;
+  /** Use fs.watch (default true). */
+  readonly watch?: boolean;
+  /** Safety rescan period while watchers work (default 1000 ms). */
+  readonly rescanIntervalMs?: number;
+  /** Rescan period without working watchers (default 100 ms). */
+  readonly pollIntervalMs?: number;
+  /** Delay between a watch event and the rescan, to coalesce bursts (default 30 ms). */
+  readonly debounceMs?: number;
+  /** Files larger than this are refused (default 16 MiB). */
+  readonly maxFileBytes?: number;
+}
+
+const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+/** A file modified this close to our last read is read again even if its stat looks unchanged. */
+const RACY_WINDOW_MS = 2000;
+
+interface FileState {
+  mtimeMs: number;
+  ctimeMs: number;
+  size: number;
+  ino: number;
+  /** When the content was last read. */
+  readAt: number;
+  hash: string;
+  /** Objects the file contributes, by id: the valid ones of the current version plus kept ones. */
+  objects: Map<string, ConfigObject>;
+}
+
+/** A document the store refused because another file holds the object; reported at the end of the scan. */
+interface PendingRejection {
+  readonly rejection: ConfigRejection;
+  /** The file (store origin) the rejected document came from. */
+  readonly origin: string;
+}
+
+function objectId(kind: string, namespace: string, name: string): string {
+  return `${kind}\u0000${namespace}\u0000${name}`;
+}
+
+export class FileConfigSource {
+  private readonly opts: Required<Omit<FileConfigSourceOptions, 'onReject' | 'onError'>> &
+    Pick<FileConfigSourceOptions, 'onReject' | 'onError'>;
+  private readonly files = new Map<string, FileState>();
+  private readonly watchers = new Map<string, FSWatcher>();
+  private watchFailed = false;
+  private synced = false;
+  private stopped = true;
+  private scanning: Promise<void> | undefined;
+  private rescanRequested = false;
+  private debounceTimer: NodeJS.Timeout | undefined;
+  private periodicTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: FileConfigSourceOptions) {
+    this.opts = {
+      ...options,
+      watch: options.watch ?? true,
+      rescanIntervalMs: options.rescanIntervalMs ?? 1000,
+      pollIntervalMs: options.pollIntervalMs ?? 100,
+      debounceMs: options.debounceMs ?? 30,
+      maxFileBytes: options.maxFileBytes ?? 16 * 1024 * 1024,
+    };
+  }
+
+  /** Loads the directory (resolves once every file is in the store), then follows changes. */
+  async start(): Promise<void> {
+    const info = await stat(this.opts.dir).catch((err: NodeJS.ErrnoException) => {
+      throw new Error(`config directory ${this.opts.dir}: ${err.code === 'ENOENT' ? 'does not exist' : err.message}`);
+    });
+    if (!info.isDirectory()) throw new Error(`config directory ${this.opts.dir} is not a directory`);
+    this.stopped = false;
+    await this.rescan();
+    this.synced = true;
+    this.opts.store.markSynced();
+    this.schedulePeriodic();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.debounceTimer);
+    clearTimeout(this.periodicTimer);
+    for (const w of this.watchers.values()) w.close();
+    this.watchers.clear();
+    await this.scanning;
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** Scans now; concurrent calls share one scan, and a call during a scan queues one more. */
+  rescan(): Promise<void> {
+    if (this.scanning) {
+      this.rescanRequested = true;
+      return this.scanning;
+    }
+    this.scanning = this.runScans().finally(() => {
+      this.scanning = undefined;
+    });
+    return this.scanning;
+  }
+
+  private async runScans(): Promise<void> {
+    do {
+      this.rescanRequested = false;
+      try {
+        await this.scanOnce();
+      } catch (err) {
+        this.reportError(err);
+      }
+    } while (this.rescanRequested && !this.stopped);
+  }
+
+  private trigger(): void {
+    if (this.stopped) return;
+    clearTimeout(this.debounceTimer);
+    this.debounceTimer = setTimeout(() => void this.rescan(), this.opts.debounceMs);
+  }
+
+  private schedulePeriodic(): void {
+    if (this.stopped) return;
+    const watching = this.opts.watch && !this.watchFailed;
+    const delay = watching ? this.opts.rescanIntervalMs : this.opts.pollIntervalMs;
+    this.periodicTimer = setTimeout(() => {
+      void this.rescan().finally(() => this.schedulePeriodic());
+    }, delay);
+    this.periodicTimer.unref();
+  }
+
+  private async scanOnce(): Promise<void> {
+    const dirs: string[] = [];
+    const found = new Map<string, Stats>();
+    await this.walk(this.opts.dir, dirs, found);
+    if (this.stopped) return;
+    this.syncWatchers(dirs);
+    const pending: PendingRejection[] = [];
+    for (const [path, st] of found) {
+      await this.refreshFile(path, st, pending);
+      if (this.stopped) return;
+    }
+    for (const path of [...this.files.keys()]) {
+      if (!found.has(path)) {
+        this.files.delete(path);
+        this.opts.store.removeSource(this.originOf(path));
+      }
+    }
+    // A renamed file shows up as a new file declaring objects its old name still held; once the
+    // old name is removed the new one owns them, and the duplicate report is void.
+    for (const p of pending) {
+      const r = p.rejection;
+      const settled = r.kind && r.name && this.opts.store.originOf(r.kind, r.namespace ?? '', r.name) === p.origin;
+      if (!settled) this.reject(r);
+    }
+  }
+
+  private async walk(dir: string, dirs: string[], found: Map<string, Stats>): Promise<void> {
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      // A directory removed during the walk simply has no files any more.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.reportError(err);
+      return;
+    }
+    dirs.push(dir);
+    // Sorted, so that at start-up "first loaded wins" means the alphabetically first file.
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of entries) {
+      if (e.name.startsWith('.')) continue;
+      const path = join(dir, e.name);
+      if (e.isDirectory()) {
+        await this.walk(path, dirs, found);
+      } else if ((e.isFile() || e.isSymbolicLink()) && EXTENSIONS.has(extname(e.name).toLowerCase())) {
+        try {
+          const st = await stat(path);
+          if (st.isFile()) found.set(path, st);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.reportError(err);
+        }
+      }
+    }
+  }
+
+  private async refreshFile(path: string, st: Stats, pending: PendingRejection[]): Promise<void> {
+    const prev = this.files.get(path);
+    if (
+      prev &&
+      prev.mtimeMs === st.mtimeMs &&
+      prev.ctimeMs === st.ctimeMs &&
+      prev.size === st.size &&
+      prev.ino === st.ino &&
+      prev.mtimeMs < prev.readAt - RACY_WINDOW_MS
+    ) {
+      return;
+    }
+    const readAt = Date.now();
+    let content: Buffer;
+    if (st.size > this.opts.maxFileBytes) {
+      content = Buffer.alloc(0);
+    } else {
+      try {
+        content = await readFile(path);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.reportError(err);
+        return; // gone since the walk; the next scan sees it missing
+      }
+    }
+    const hash = st.size > this.opts.maxFileBytes ? `too-large:${st.size}` : createHash('sha256').update(content).digest('base64url');
+    const fingerprint = { mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, size: st.size, ino: st.ino, readAt };
+    if (prev && prev.hash === hash) {
+      Object.assign(prev, fingerprint);
+      return;
+    }
+    const origin = this.originOf(path);
+    const previous = prev?.objects ?? new Map<string, ConfigObject>();
+    const { objects, rejections } =
+      st.size > this.opts.maxFileBytes
+        ? { objects: [], rejections: [{ origin, issues: [{ path: '', message: `file is larger than ${this.opts.maxFileBytes} bytes` }] }] }
+        : parseConfigDocuments(content.toString('utf8'), origin, this.opts.defaultNamespace);
+    const kept = this.keepLastGood(previous, objects, rejections);
+    const contributed = [...objects, ...kept.objects];
+    this.files.set(path, { ...fingerprint, hash, objects: new Map(contributed.map((o) => [idOfObject(o), o])) });
+    const result = this.opts.store.applySource(origin, contributed);
+    for (const rejection of kept.rejections) this.reject(rejection);
+    for (const rejection of result.rejections) pending.push({ rejection, origin });
+  }
+
+  /**
+   * Objects of the previous version to keep because their new version is invalid, and the
+   * rejections annotated with that outcome.
+   */
+  private keepLastGood(
+    previous: Map<string, ConfigObject>,
+    objects: ReadonlyArray<ConfigObject>,
+    rejections: ReadonlyArray<ConfigRejection>,
+  ): { objects: ConfigObject[]; rejections: ConfigRejection[] } {
+    const defined = new Set(objects.map(idOfObject));
+    const unidentified = rejections.some((r) => r.kind === undefined || r.name === undefined);
+    const rejectedIds = new Set(rejections.filter((r) => r.kind && r.name).map((r) => objectId(r.kind ?? '', r.namespace ?? '', r.name ?? '')));
+    const kept: ConfigObject[] = [];
+    for (const [id, o] of previous) {
+      if (!defined.has(id) && (unidentified || rejectedIds.has(id))) kept.push(o);
+    }
+    const keptIds = new Set(kept.map(idOfObject));
+    const annotated = rejections.map((r) => {
+      const id = r.kind && r.name ? objectId(r.kind, r.namespace ?? '', r.name) : undefined;
+      const keeps = id !== undefined ? keptIds.has(id) : kept.length > 0;
+      if (!keeps) return r;
+      const note = id !== undefined ? 'the last valid version stays in effect' : `the last valid version of this file's other objects (${kept.length}) stays in effect`;
+      return { ...r, issues: [...r.issues, { path: '', message: note }] };
+    });
+    return { objects: kept, rejections: annotated };
+  }
+
+  private syncWatchers(dirs: ReadonlyArray<string>): void {
+    if (!this.opts.watch || this.stopped) return;
+    const wanted = new Set(dirs);
+    for (const [dir, w] of this.watchers) {
+      if (!wanted.has(dir)) {
+        w.close();
+        this.watchers.delete(dir);
+      }
+    }
+    for (const dir of wanted) {
+      if (this.watchers.has(dir)) continue;
+      try {
+        const w = watch(dir, { persistent: false }, () => this.trigger());
+        w.on('error', (err) => {
+          w.close();
+          this.watchers.delete(dir);
+          // A removed directory ends its watcher; anything else means events may be missed.
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'EPERM') this.degrade(err);
+          this.trigger();
+        });
+        this.watchers.set(dir, w);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.degrade(err);
+      }
+    }
+  }
+
+  /** Watching failed: poll at the fast rate from now on. */
+  private degrade(err: unknown): void {
+    if (!this.watchFailed) {
+      this.watchFailed = true;
+      this.reportError(new Error(`watching ${this.opts.dir} failed, polling every ${this.opts.pollIntervalMs} ms: ${(err as Error).message}`));
+      clearTimeout(this.periodicTimer);
+      this.schedulePeriodic();
+    }
+  }
+
+  private originOf(path: string): string {
+    return relative(this.opts.dir, path).split(sep).join('/');
+  }
+
+  private reject(rejection: ConfigRejection): void {
+    try {
+      this.opts.onReject?.(rejection);
+    } catch (err) {
+      this.reportError(err);
+    }
+  }
+
+  private reportError(err: unknown): void {
+    const error = err instanceof Error ? err : new Error(String(err));
+    if (this.opts.onError) this.opts.onError(error);
+    else console.error(`config source ${this.opts.dir}: ${error.message}`);
+  }
+}
+
+function idOfObject(o: ConfigObject): string {
+  return objectId(o.meta.gvk.kind, o.meta.namespace, o.meta.name);
+}

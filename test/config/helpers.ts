@@ -1,0 +1,31 @@
+/** Shared helpers of the config tests. */
+import { KINDS, type ConfigKindName, type ConfigKindSpecs } from '../../src/config/kinds.js';
+import { formatSchemaIssue } from '../../src/config/parse.js';
+import type { ConfigIssue } from '../../src/config/validation/common.js';
+
+/** Schema issues (formatted like rejections) or, when the schema passes, the semantic issues. */
+export function issuesOf<K extends ConfigKindName>(kind: K, spec: unknown): ConfigIssue[] {
+  const def = KINDS[kind];
+  const parsed = def.schema.safeParse(spec, { reportInput: true });
+  if (!parsed.success) return parsed.error.issues.flatMap((i) => formatSchemaIssue(i, 'spec'));
+  return def.validate(parsed.data as ConfigKindSpecs[K]);
+}
+
+/** Asserts exactly one issue at `path` whose message contains `fragment`, and returns it. */
+export function expectIssue(issues: ReadonlyArray<ConfigIssue>, path: string, fragment: string): ConfigIssue {
+  const atPath = issues.filter((i) => i.path === path);
+  const hit = atPath.find((i) => i.message.includes(fragment));
+  if (!hit) {
+    throw new Error(`expected an issue at ${path} containing "${fragment}", got:\n${issues.map((i) => `  ${i.path}: ${i.message}`).join('\n') || '  (none)'}`);
+  }
+  return hit;
+}
+
+export async function waitFor(what: string, check: () => boolean, timeoutMs = 2000): Promise<number> {
+  const started = Date.now();
+  while (!check()) {
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return Date.now() - started;
+}
