@@ -1,0 +1,60 @@
+/**
+ * Paths to the Go programs under tools/ (for example `xds-validate`, the ADS client that checks
+ * the configuration mesh-discovery serves), built on demand by scripts/build-go-tools.sh into a
+ * cache outside the repository (MESH_TOOLS_CACHE, default ~/.cache/mesh/tools).
+ *
+ * The script runs at most once per process; its result is shared by every caller. A first build
+ * compiles the whole Envoy API and takes minutes, so call goToolPath from a hook with a long
+ * timeout, e.g. `beforeAll(async () => { bin = await goToolPath('xds-validate'); }, GO_TOOL_BUILD_TIMEOUT_MS)`.
+ */
+import { spawn } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Enough for a build from an empty Go build cache on a small machine. */
+export const GO_TOOL_BUILD_TIMEOUT_MS = 15 * 60_000;
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const buildScript = join(repoRoot, 'scripts', 'build-go-tools.sh');
+
+let built: Promise<Map<string, string>> | undefined;
+
+function runBuildScript(): Promise<Map<string, string>> {
+  return new Promise((resolvePaths, reject) => {
+    const child = spawn('bash', [buildScript], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on('error', (err) => reject(new Error(`cannot run ${buildScript}: ${err.message}`)));
+    child.on('close', (code, signal) => {
+      if (code !== 0) {
+        const why = signal ? `was killed by ${signal}` : `exited with ${code}`;
+        reject(new Error(`scripts/build-go-tools.sh ${why}:\n${stderr.slice(-8000)}`));
+        return;
+      }
+      const paths = new Map<string, string>();
+      for (const line of stdout.split('\n')) {
+        const eq = line.indexOf('=');
+        if (eq > 0) paths.set(line.slice(0, eq), line.slice(eq + 1).trim());
+      }
+      resolvePaths(paths);
+    });
+  });
+}
+
+/** Absolute path of the binary of the Go program tools/<name>, building it if needed. */
+export async function goToolPath(name: string): Promise<string> {
+  built ??= runBuildScript();
+  const paths = await built;
+  const path = paths.get(name);
+  if (path === undefined) {
+    const known = [...paths.keys()].join(', ') || 'none';
+    throw new Error(`no Go program named "${name}" under tools/ (built: ${known})`);
+  }
+  return path;
+}
