@@ -17,7 +17,7 @@ import { ServiceEntryRegistry } from '../registry/service-entry.js';
 import { registerDebug } from '../server/debug.js';
 import { HttpService } from '../server/http.js';
 import { formatListen } from '../server/listen.js';
-import { buildInfo } from '../version/build-info.js';
+import { getBuildInfo } from '../version/build-info.js';
 import { DiscoveryServer } from '../xds/ads-server.js';
 import { ResourceCache } from '../xds/cache.js';
 import { generatorsFor } from './generators.js';
@@ -44,7 +44,7 @@ export interface DaemonLoggers {
 
 export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, startedAt = Date.now()): Promise<RunningDaemon> {
   const metrics = createMetrics();
-  const info = buildInfo();
+  const info = getBuildInfo();
   metrics.build.set({ component: 'meshd', tag: info.version }, 1);
   if (cfg.registries.includes('Cluster')) {
     throw new Error('--registries Cluster: the Kubernetes registry is not available in this build; use --registries Mock with --configDir');

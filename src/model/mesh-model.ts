@@ -88,6 +88,9 @@ export class MeshModel {
     const version = `${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}/${++this.versionCounter}`;
     const push = PushContext.build({ version, configs: this.store, services: this.registry.services(), mesh: this.mesh, features: this.opts.features });
     this.metrics.services.set(push.services.length);
+    const shadowed = this.registry.shadowedServices();
+    this.metrics.duplicateClusters.set(shadowed.length);
+    if (shadowed.length > 0) this.log.warn({ shadowed: shadowed.slice(0, 20), count: shadowed.length }, 'model: hosts defined by more than one registry; the first registry wins');
     this.metrics.virtualServices.set(push.virtualServiceCount);
     return push;
   }

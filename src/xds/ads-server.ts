@@ -147,11 +147,11 @@ export class DiscoveryServer {
     };
     const finish = (): void => {
       ended = true;
-      if (conn) {
+      if (conn && !conn.closed) {
         conn.closed = true;
         this.connections.delete(conn.id);
         this.queue.remove(conn);
-        this.deps.metrics.xdsClients.dec({ version: '' });
+        this.deps.metrics.xdsClients.dec();
         log.info({ conn: conn.id, peer: conn.proxy.id }, 'ADS: connection closed');
       }
     };
@@ -194,7 +194,7 @@ export class DiscoveryServer {
     }
     const conn = new Connection(proxy, call.getPeer(), delta, writer);
     this.connections.set(conn.id, conn);
-    this.deps.metrics.xdsClients.inc({ version: '' });
+    this.deps.metrics.xdsClients.inc();
     this.deps.log.info({ conn: conn.id, type: proxy.type, delta }, 'ADS: new connection');
     return conn;
   }

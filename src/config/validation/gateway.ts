@@ -58,7 +58,7 @@ function checkGatewayHost(issues: Issues, path: string, entry: string): void {
 
 function checkServerTls(issues: Issues, path: string, tls: ServerTLSSettings, protocol: string): void {
   const mode = tls.mode ?? 'PASSTHROUGH';
-  const onlyRedirect = tls.httpsRedirect === true && tls.mode === undefined;
+  const onlyRedirect = Object.entries(tls).every(([k, v]) => k === 'httpsRedirect' || v === undefined);
   if (!TLS_PROTOCOLS.has(protocol)) {
     // Plain-text servers may only ask for the HTTPS redirect.
     if (!onlyRedirect) issues.add(path, `a ${protocol} server only accepts tls.httpsRedirect; use protocol HTTPS or TLS for TLS settings`);

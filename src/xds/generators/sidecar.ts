@@ -12,7 +12,7 @@ import type { Proxy } from '../../model/proxy.js';
 import type { PushContext } from '../../model/push-context.js';
 import { isHttpProtocol, type Protocol, type Service } from '../../model/service.js';
 import { objectId } from '../../util/identity.js';
-import type { EncodedResource, ResourceCache } from '../cache.js';
+import type { EncodedResource } from '../cache.js';
 import { buildBlackholeCluster, buildInboundCluster, buildPassthroughCluster } from '../envoy/clusters.js';
 import { buildListener, hcmFilter, originalDstListenerFilter, tcpProxyFilter, tlsInspectorListenerFilter, type FilterChainShape } from '../envoy/listeners.js';
 import {

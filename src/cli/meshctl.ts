@@ -1,0 +1,26 @@
+#!/usr/bin/env node
+/**
+ * `meshctl`: the mesh operator utility. Its commands live in src/cli/meshctl/commands/, one
+ * module each; this file adds the global flags, registers the commands and runs the program.
+ */
+import { Command } from 'commander';
+import { COMMANDS } from './meshctl/commands/index.js';
+import { globalOptions, registerGlobalFlags } from './meshctl/global-flags.js';
+import { createCli, isMain, processIO, runCli, type Cli, type CliIO } from './runner.js';
+
+export function buildMeshctl(cli: Cli): Command {
+  const program = new Command('meshctl').description('Operator utility to install, inspect and debug a service mesh.');
+  registerGlobalFlags(program, cli.io.env);
+  // Check the global flags once, before any command runs.
+  program.hook('preAction', (_program, action) => void globalOptions(action));
+  for (const register of COMMANDS) register(program, cli);
+  return program;
+}
+
+/** Runs meshctl on `argv` (the arguments after the program name); returns the exit code. */
+export async function main(argv: readonly string[] = process.argv.slice(2), io: CliIO = processIO()): Promise<number> {
+  const cli = createCli(io);
+  return runCli(buildMeshctl(cli), cli, argv);
+}
+
+if (isMain(import.meta.url)) process.exitCode = await main();

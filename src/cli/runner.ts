@@ -1,0 +1,130 @@
+/**
+ * The shape shared by the project's command-line programs: command actions return their output
+ * (or throw a typed error) and the runner turns that into writes and an exit code. Nothing here
+ * calls `process.exit`, so programs run in-process in tests.
+ *
+ * Errors that carry a numeric `exitCode` (`CliError`, `ConfigError`) are for the user: printed
+ * as `error: <message>` without a stack. Anything else is a bug and is printed with its stack.
+ */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError, Option } from 'commander';
+import { parseBool } from '../util/parse.js';
+
+export interface CliIO {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+export function processIO(): CliIO {
+  return {
+    out: (text) => void process.stdout.write(text),
+    err: (text) => void process.stderr.write(text),
+    env: process.env,
+  };
+}
+
+/** What a command hands back: text for each stream and an exit code (0 when omitted). */
+export interface CommandOutcome {
+  readonly stdout?: string;
+  readonly stderr?: string;
+  readonly exitCode?: number;
+}
+
+/** An error for the user: printed as `error: <message>`, then the program exits with `exitCode`. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+function isUserError(err: unknown): err is Error & { exitCode: number } {
+  return err instanceof Error && typeof (err as { exitCode?: unknown }).exitCode === 'number';
+}
+
+type Action<A extends unknown[]> = (...args: A) => CommandOutcome | void | Promise<CommandOutcome | void>;
+
+export interface Cli {
+  readonly io: CliIO;
+  /** Exit code set by the last command outcome; 0 until one sets it. */
+  readonly exitCode: number;
+  /** Wraps a command action so that its outcome is written and its exit code kept. */
+  action<A extends unknown[]>(fn: Action<A>): (...args: A) => Promise<void>;
+}
+
+export function createCli(io: CliIO = processIO()): Cli {
+  const state: { -readonly [K in keyof Cli]: Cli[K] } = {
+    io,
+    exitCode: 0,
+    action:
+      <A extends unknown[]>(fn: Action<A>) =>
+      async (...args: A) => {
+        const outcome = await fn(...args);
+        if (!outcome) return;
+        if (outcome.stdout) io.out(outcome.stdout);
+        if (outcome.stderr) io.err(outcome.stderr);
+        if (outcome.exitCode) state.exitCode = outcome.exitCode;
+      },
+  };
+  return state;
+}
+
+function applyToTree(cmd: Command, io: CliIO): void {
+  cmd.exitOverride().configureOutput({ writeOut: io.out, writeErr: io.err });
+  for (const sub of cmd.commands) applyToTree(sub, io);
+}
+
+/** Parses `argv` (arguments after the program name), runs the command and returns the exit code. */
+export async function runCli(program: Command, cli: Cli, argv: readonly string[]): Promise<number> {
+  const { io } = cli;
+  applyToTree(program, io);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return cli.exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode; // commander has printed it
+    if (isUserError(err)) {
+      io.err(`error: ${err.message}\n`);
+      return err.exitCode;
+    }
+    io.err(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return 1;
+  }
+}
+
+/**
+ * A boolean flag that also takes `--flag=false`: the value is optional, so `--flag` alone is true.
+ * Read it with `boolValue`.
+ */
+export function boolOption(flags: string, description: string, defaultValue = false): Option {
+  const option = new Option(`${flags} [bool]`, description);
+  return defaultValue ? option.default(true) : option;
+}
+
+/** The value of a `boolOption`: `true`, `undefined` (not given) or the text after `=`. */
+export function boolValue(value: unknown, flag: string, fallback = false): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value === 'boolean') return value;
+  try {
+    // `-s=false`: commander leaves the `=` on a short flag's value.
+    return parseBool(String(value).replace(/^=/, ''));
+  } catch (err) {
+    throw new CliError(`${flag}: ${(err as Error).message}`);
+  }
+}
+
+/** True when the module at `moduleUrl` is the program node was started with (through npm's bin links too). */
+export function isMain(moduleUrl: string): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return fs.realpathSync(entry) === fs.realpathSync(fileURLToPath(moduleUrl));
+  } catch {
+    return false;
+  }
+}
