@@ -79,6 +79,12 @@ export class MeshModel {
     this.debouncer.push(pushRequest({ full: true, reason: 'global' }));
   }
 
+  /** Applies pending debounced changes now (tests, shutdown). */
+  flush(): void {
+    this.debouncer.flush();
+    this.edsDebouncer.flush();
+  }
+
   onPush(listener: (req: PushRequest) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -138,6 +144,7 @@ export class MeshModel {
   }
 
   private onDebounced(req: PushRequest): void {
+    const started = Date.now();
     try {
       if (req.full) this.rebuildAll();
     } catch (e) {
@@ -145,6 +152,10 @@ export class MeshModel {
       this.log.error({ err: e instanceof Error ? e.stack : String(e) }, 'model: building the push context failed; keeping the previous one');
       return;
     }
+    this.log.info(
+      { version: this.push.version, full: req.full, reasons: Object.fromEntries(req.reasons), kinds: [...req.configKinds], edsHosts: req.edsHosts.size, buildMs: Date.now() - started },
+      req.full ? 'push: configuration changed' : 'push: endpoints changed',
+    );
     for (const l of this.listeners) l(req);
   }
 }

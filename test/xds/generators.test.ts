@@ -94,6 +94,25 @@ describe('proxyless gRPC generators', () => {
   it('is referentially complete', () => {
     expect(integrityProblems(fullConfig(m, client))).toEqual([]);
   });
+
+  it('renames a route whose content changes, so clients that compare only known keys see the change', () => {
+    const vs = (fault: string) => `
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: echo, namespace: default }
+spec:
+  hosts: [echo]
+  http: [{ ${fault} route: [{ destination: { host: echo } }] }]
+`;
+    const m2 = modelFromYaml(vs(''));
+    const name = () => m2.generate(client, TypeUrl.Route, ['echo.default.svc.cluster.local:7070'])[0].virtualHosts[0].routes[0].name;
+    const before = name();
+    m2.apply('test.yaml', vs('fault: { abort: { percentage: { value: 100 }, grpcStatus: UNAVAILABLE } },'));
+    m2.model.flush();
+    expect(name()).not.toBe(before);
+    expect(name().startsWith('default.echo.0@')).toBe(true);
+    m2.stop();
+  });
 });
 
 describe('sidecar generators', () => {

@@ -32,7 +32,8 @@ interface BoundServer {
 }
 
 const isHttpServer = (s: GatewayServer): boolean => ['HTTP', 'HTTP2', 'GRPC', 'HTTPS'].includes((s.port?.protocol ?? '').toUpperCase());
-const terminatesTls = (s: GatewayServer): boolean => !!s.tls && s.tls.mode !== 'PASSTHROUGH' && s.tls.mode !== 'AUTO_PASSTHROUGH';
+const terminatesTls = (s: GatewayServer): boolean => s.tls?.mode === 'SIMPLE' || s.tls?.mode === 'MUTUAL' || s.tls?.mode === 'MESH_MUTUAL' || s.tls?.mode === 'OPTIONAL_MUTUAL';
+const passesTls = (s: GatewayServer): boolean => s.tls?.mode === 'PASSTHROUGH' || s.tls?.mode === 'AUTO_PASSTHROUGH';
 
 /** Route table name of a server: plain HTTP servers share `http.<port>`, TLS ones get their own. */
 export function gatewayRouteName(b: BoundServer): string {
@@ -108,10 +109,10 @@ function listeners({ proxy, push, cache }: GenerateInput): EncodedResource[] {
             });
           } else {
             // TLS passthrough or plain TCP: route by SNI/port through tls or tcp routes
-            if (b.server.tls) needsInspector = true;
+            if (passesTls(b.server)) needsInspector = true;
             sni.forEach((h) => seenSni.add(h));
             chains.push({
-              filterChainMatch: b.server.tls && sni.length > 0 ? { serverNames: sni } : undefined,
+              filterChainMatch: passesTls(b.server) && sni.length > 0 ? { serverNames: sni } : undefined,
               filters: [tcpProxyFilter(name, tcpDestination(b, port, proxy, push))],
             });
           }
@@ -146,7 +147,7 @@ function gatewayKey(b: BoundServer): string {
 
 function tcpDestination(b: BoundServer, port: number, proxy: Proxy, push: PushContext): string {
   for (const vs of push.virtualServices(proxy.namespace, gatewayKey(b))) {
-    const routes = b.server.tls ? (vs.spec.tls ?? []) : (vs.spec.tcp ?? []);
+    const routes = passesTls(b.server) ? (vs.spec.tls ?? []) : (vs.spec.tcp ?? []);
     for (const r of routes) {
       const d = r.route?.[0]?.destination;
       const ctx: RouteContext = { push, proxy, namespace: vs.namespace, listenerPort: port, proxyless: false, defaultTimeoutMs: 0, gateway: gatewayKey(b) };

@@ -11,7 +11,8 @@ import type { Service } from '../../model/service.js';
 import type { EncodedResource } from '../cache.js';
 import { buildApiListener } from '../envoy/listeners.js';
 import { encode, msg } from '../envoy/pack.js';
-import { buildHttpRoutes, defaultRoute, type RouteContext } from '../envoy/routes.js';
+import { buildHttpRoutes, defaultRoute, type RouteContext, type RouteShape } from '../envoy/routes.js';
+import { contentHash } from '../../util/hash.js';
 import { TypeUrl } from '../types.js';
 import { encodeOutboundCluster, generateEndpoints, resolveClusterRef, visibleOutboundClusters } from './common.js';
 import type { GenerateInput, GeneratorSet } from './types.js';
@@ -30,6 +31,18 @@ function parseTarget(name: string, push: PushContext, proxy: Proxy): { service: 
   const port = portText ? Number(portText) : service.ports.length === 1 ? service.ports[0].port : NaN;
   if (!service.ports.some((p) => p.port === port)) return undefined;
   return { service, port, host };
+}
+
+/**
+ * Proxyless clients compare an updated resource with the one they hold by walking the old value's
+ * keys only, so an entry added to a map that was empty (a fault override added to a route's
+ * typed_per_filter_config) goes unnoticed. Naming each route after a hash of its content makes every
+ * content change visible in a field both versions have.
+ */
+function tagRouteContent(route: RouteShape): RouteShape {
+  const { name, ...rest } = route;
+  const hash = contentHash(JSON.stringify(rest, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('base64') : v))).slice(0, 8);
+  return { ...route, name: `${name ?? 'route'}@${hash}` };
 }
 
 function listeners({ proxy, push, cache, names }: GenerateInput): EncodedResource[] {
@@ -60,8 +73,9 @@ function routes({ proxy, push, cache, names, settings }: GenerateInput): Encoded
           defaultTimeoutMs: settings.defaultRequestTimeoutMs,
           gateway: 'mesh',
         };
-        const routeList = vs ? buildHttpRoutes(`${vs.namespace}.${vs.source.meta.name}`, vs.http, ctx) : [];
-        if (routeList.length === 0) routeList.push(defaultRoute(target.service, target.port, ctx));
+        const built = vs ? buildHttpRoutes(`${vs.namespace}.${vs.source.meta.name}`, vs.http, ctx) : [];
+        if (built.length === 0) built.push(defaultRoute(target.service, target.port, ctx));
+        const routeList = built.map(tagRouteContent);
         const domains = [...new Set([name, target.host, `${target.service.hostname}:${target.port}`, target.service.hostname])];
         const rc = msg(RouteConfiguration, { name, virtualHosts: [{ name, domains, routes: routeList }] });
         return { name, typeUrl: TypeUrl.Route, bytes: encode(RouteConfiguration, rc) };
