@@ -22,7 +22,7 @@ export interface DaemonConfig {
   readonly debounceAfterMs: number;
   readonly debounceMaxMs: number;
   readonly edsDebounce: boolean;
-  readonly xdsCache: { readonly enabled: boolean; readonly size: number };
+  readonly xdsCache: { readonly enabled: boolean; readonly size: number; readonly cds: boolean; readonly stats: boolean };
   readonly features: FeatureFlags;
   readonly generator: GeneratorSettings;
   readonly ads: Omit<AdsOptions, 'controlPlaneId'>;

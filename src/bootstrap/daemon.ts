@@ -85,12 +85,18 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   model.start();
   meshConfig.onChange((m) => model.setMeshSettings(m));
 
-  const cache = new ResourceCache(cfg.xdsCache.size, cfg.xdsCache.enabled, {
-    hit: (type) => metrics.cacheReads.inc({ type: `${type}_hit` }),
-    miss: (type) => metrics.cacheReads.inc({ type: `${type}_miss` }),
-    evict: (type) => metrics.cacheEvictions.inc({ type }),
-    size: (n) => metrics.cacheSize.set(n),
-  });
+  const cacheStats = cfg.xdsCache.stats;
+  const cache = new ResourceCache(
+    cfg.xdsCache.size,
+    cfg.xdsCache.enabled,
+    {
+      hit: (type) => cacheStats && metrics.cacheReads.inc({ type: `${type}_hit` }),
+      miss: (type) => cacheStats && metrics.cacheReads.inc({ type: `${type}_miss` }),
+      evict: (type) => metrics.cacheEvictions.inc({ type }),
+      size: (n) => metrics.cacheSize.set(n),
+    },
+    new Set(cfg.xdsCache.cds ? [] : ['cds']),
+  );
   const ads = new DiscoveryServer({
     model: () => model.current(),
     generatorsFor,

@@ -28,7 +28,7 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
     debounceAfterMs: env.DISC_DEBOUNCE_AFTER,
     debounceMaxMs: env.DISC_DEBOUNCE_MAX,
     edsDebounce: env.DISC_ENABLE_EDS_DEBOUNCE,
-    xdsCache: { enabled: env.DISC_ENABLE_XDS_CACHE, size: env.DISC_XDS_CACHE_SIZE },
+    xdsCache: { enabled: env.DISC_ENABLE_XDS_CACHE, size: env.DISC_XDS_CACHE_SIZE, cds: env.DISC_ENABLE_CDS_CACHE, stats: env.DISC_XDS_CACHE_STATS },
     features: {
       virtualServiceDelegate: env.DISC_ENABLE_VIRTUAL_SERVICE_DELEGATE,
       destinationRuleInheritance: env.DISC_ENABLE_DESTINATION_RULE_INHERITANCE,

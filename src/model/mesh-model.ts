@@ -111,6 +111,21 @@ export class MeshModel {
     }
     for (const host of this.endpoints.hostnames()) if (!changes.has(host)) changes.set(host, []);
     this.endpoints = this.endpoints.update(changes).index;
+    this.updateEndpointGauges();
+  }
+
+  /** disc_eds_no_instances and disc_endpoint_not_ready from the current view. */
+  private updateEndpointGauges(): void {
+    let noInstances = 0;
+    let notReady = 0;
+    for (const s of this.push.services) {
+      if (s.resolution !== 'ClientSideLB') continue;
+      const eps = this.endpoints.get(s.hostname).endpoints;
+      if (eps.length === 0) noInstances += s.ports.length;
+      for (const e of eps) if (!e.healthy) notReady++;
+    }
+    this.metrics.edsNoInstances.set(noInstances);
+    this.metrics.endpointNotReady.set(notReady);
   }
 
   private onConfigEvent(e: ConfigEvent): void {
@@ -140,6 +155,7 @@ export class MeshModel {
     }
     const { index, changed } = this.endpoints.update(changes);
     this.endpoints = index;
+    if (changed.length > 0) this.updateEndpointGauges();
     return changed;
   }
 

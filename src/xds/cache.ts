@@ -23,10 +23,15 @@ export interface CacheStats {
 export class ResourceCache {
   private readonly entries = new Map<string, EncodedResource>();
 
+  /**
+   * @param uncachedTypes resource types kept out of the cache (CDS unless DISC_ENABLE_CDS_CACHE): they
+   *   are still shared across proxies within one push through the snapshot's memo.
+   */
   constructor(
     private readonly maxEntries: number,
     private readonly enabled: boolean,
     private readonly stats?: CacheStats,
+    private readonly uncachedTypes: ReadonlySet<string> = new Set(),
   ) {}
 
   get size(): number {
@@ -34,7 +39,8 @@ export class ResourceCache {
   }
 
   getOrBuild(type: string, key: string, build: () => { name: string; typeUrl: string; bytes: Uint8Array }): EncodedResource {
-    if (this.enabled) {
+    const enabled = this.enabled && !this.uncachedTypes.has(type);
+    if (enabled) {
       const hit = this.entries.get(key);
       if (hit) {
         // refresh recency
@@ -48,7 +54,7 @@ export class ResourceCache {
     const built = build();
     const any = encodeAny(built.typeUrl, built.bytes);
     const res: EncodedResource = { name: built.name, any, version: contentHash(built.bytes) };
-    if (this.enabled) {
+    if (enabled) {
       this.entries.set(key, res);
       while (this.entries.size > this.maxEntries) {
         const oldest = this.entries.keys().next().value as string;

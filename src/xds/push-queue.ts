@@ -32,6 +32,8 @@ export class PushQueue<C> {
   /** Forget a connection that went away. */
   remove(conn: C): void {
     this.waiting.delete(conn);
+    // a push running for it must not be followed by another one
+    if (this.inProgress.has(conn)) this.inProgress.set(conn, undefined);
   }
 
   get pendingCount(): number {

@@ -60,7 +60,10 @@ export function encodeOutboundCluster(
   const dns = ref.service.resolution === 'DNS' || ref.service.resolution === 'DNSRoundRobin';
   const hostEps = dns ? endpoints.get(ref.service.hostname) : undefined;
   const key = `c|${ref.name}|s${objectId(ref.service)}|d${objectId(dr?.spec)}|m${objectId(push.mesh)}|${proxyless ? 'g' : 'e'}|${hostEps?.version ?? 0}`;
-  return cache.getOrBuild('cds', key, () => {
+  // Within one push a cluster is encoded once even when CDS is kept out of the cross-push cache.
+  const memoized = push.memo.get(key) as EncodedResource | undefined;
+  if (memoized) return memoized;
+  const res = cache.getOrBuild('cds', key, () => {
     const subset = dr?.spec.subsets?.find((s) => s.name === ref.subset);
     const policy = mergePolicy(policyForPort(dr?.spec.trafficPolicy, ref.port.port), subset ? policyForPort(subset.trafficPolicy, ref.port.port) : undefined);
     const cluster = buildOutboundCluster({
@@ -74,6 +77,8 @@ export function encodeOutboundCluster(
     });
     return { name: ref.name, typeUrl: TypeUrl.Cluster, bytes: encode(Cluster, cluster) };
   });
+  push.memo.set(key, res);
+  return res;
 }
 
 /** Outbound clusters of every service visible to the proxy; one list per scope per push. */
