@@ -26,6 +26,11 @@ export class EndpointIndex {
     return this.hosts.get(hostname) ?? EMPTY;
   }
 
+  /** Grows with every change to any host's endpoints. */
+  get version(): number {
+    return this.nextVersion - 1;
+  }
+
   get size(): number {
     return this.hosts.size;
   }

@@ -156,7 +156,16 @@ export class PushContext {
             merged.push({ ...(rm ?? {}), ...(cm ?? {}), headers: { ...(rm?.headers ?? {}), ...(cm?.headers ?? {}) } });
           }
         }
-        out.push({ ...dr, match: merged.length > 0 ? merged : undefined });
+        // short destination hosts of a delegate are written in the delegate's namespace, not the root's
+        const dns = d.meta.namespace;
+        const qualify = <D extends { host: string }>(dest: D): D => ({ ...dest, host: resolveHost(dest.host, dns, this.mesh.domain) });
+        out.push({
+          ...dr,
+          match: merged.length > 0 ? merged : undefined,
+          ...(dr.route ? { route: dr.route.map((rd) => ({ ...rd, destination: qualify(rd.destination) })) } : {}),
+          ...(dr.mirror ? { mirror: qualify(dr.mirror) } : {}),
+          ...(dr.mirrors ? { mirrors: dr.mirrors.map((mp) => ({ ...mp, destination: qualify(mp.destination) })) } : {}),
+        });
       }
     }
     return out;

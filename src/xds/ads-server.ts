@@ -209,7 +209,9 @@ export class DiscoveryServer {
 
   /** ACK/NACK bookkeeping shared by both protocols. Returns 'ack', 'nack', 'stale' or 'initial'. */
   private track(conn: Connection, watch: WatchState, nonce: string, error: { code: number; message: string } | undefined): 'ack' | 'nack' | 'stale' | 'initial' {
-    if (nonce === '') return 'initial';
+    // Nothing sent for this type on this stream yet: a nonce from an earlier stream (a client
+    // reconnecting to this or another daemon) cannot be answered later, so treat it as a first request.
+    if (nonce === '' || watch.nonceSent === '') return 'initial';
     const type = shortType[watch.typeUrl as XdsTypeUrl] ?? 'unknown';
     if (nonce !== watch.nonceSent) {
       this.deps.metrics.expiredNonce.inc({ type });
@@ -263,7 +265,9 @@ export class DiscoveryServer {
     const namesChanged = !sameNames(watch.names, names);
     watch.names = names;
     if (kind === 'initial' || namesChanged) {
-      await this.pushTypes(conn, [typeUrl], undefined, kind === 'initial');
+      // A changed subscription is always answered, even when the resulting set is unchanged, so a
+      // client asking for a name that does not exist learns it at once instead of waiting on a timer.
+      await this.pushTypes(conn, [typeUrl], undefined, true);
     }
   }
 
@@ -326,7 +330,12 @@ export class DiscoveryServer {
         this.deps.log.error({ conn: conn.id, typeUrl, err: e instanceof Error ? e.stack : String(e) }, 'ADS: generation failed');
         continue;
       }
-      const sent = conn.delta ? await this.sendDelta(conn, watch, resources, model, force) : await this.sendSotw(conn, watch, resources, model, force);
+      // Flow control holds server-initiated pushes only: an answer to the client's own request must not
+      // wait for an ACK that is queued behind that request on the same stream.
+      const throttled = req !== undefined;
+      const sent = conn.delta
+        ? await this.sendDelta(conn, watch, resources, model, force, throttled)
+        : await this.sendSotw(conn, watch, resources, model, force, throttled);
       if (sent) {
         sentTypes.add(typeUrl);
         this.deps.metrics.pushTime.observe({ type: shortType[typeUrl as XdsTypeUrl] }, Number(process.hrtime.bigint() - started) / 1e9);
@@ -353,8 +362,15 @@ export class DiscoveryServer {
     if (!this.deps.options.flowControl || !watch.awaitingAck) return;
     const type = shortType[watch.typeUrl as XdsTypeUrl];
     this.deps.metrics.delayedPushes.inc({ type });
-    const acked = await conn.waitForAck(this.deps.options.flowControlTimeoutMs);
-    if (!acked) this.deps.metrics.delayedPushTimeouts.inc({ type });
+    // Any ACK/NACK on the connection wakes the waiter; keep waiting until this type's own answer.
+    const deadline = Date.now() + this.deps.options.flowControlTimeoutMs;
+    while (watch.awaitingAck && !conn.closed) {
+      const left = deadline - Date.now();
+      if (left <= 0 || !(await conn.waitForAck(left))) {
+        this.deps.metrics.delayedPushTimeouts.inc({ type });
+        return;
+      }
+    }
   }
 
   private async write(conn: Connection, frame: Buffer, type: string): Promise<boolean> {
@@ -387,11 +403,12 @@ export class DiscoveryServer {
     return true;
   }
 
-  private async sendSotw(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean): Promise<boolean> {
+  private async sendSotw(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean): Promise<boolean> {
     if (!force && !Connection.changed(watch, resources)) return false;
-    await this.flowControl(conn, watch);
+    if (throttled) await this.flowControl(conn, watch);
     const nonce = this.nextNonce(model);
-    const version = model.push.version;
+    // Endpoint-only pushes keep the snapshot: the endpoint index version tells them apart.
+    const version = watch.typeUrl === TypeUrl.Endpoint ? `${model.push.version}+e${model.endpoints.version}` : model.push.version;
     const type = shortType[watch.typeUrl as XdsTypeUrl];
     const frame = encodeDiscoveryResponse(version, watch.typeUrl, nonce, resources.map((r) => r.any), this.controlPlane);
     // Record before writing: the ACK may arrive before the write promise settles.
@@ -403,7 +420,7 @@ export class DiscoveryServer {
     return this.write(conn, frame, type);
   }
 
-  private async sendDelta(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean): Promise<boolean> {
+  private async sendDelta(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean): Promise<boolean> {
     const changed = resources.filter((r) => watch.sent.get(r.name) !== r.version);
     const present = new Set(resources.map((r) => r.name));
     const removed: string[] = [];
@@ -411,7 +428,7 @@ export class DiscoveryServer {
       if (!present.has(name) && (watch.names === undefined || watch.names.has(name))) removed.push(name);
     }
     if (changed.length === 0 && removed.length === 0 && !force) return false;
-    await this.flowControl(conn, watch);
+    if (throttled) await this.flowControl(conn, watch);
     const nonce = this.nextNonce(model);
     const type = shortType[watch.typeUrl as XdsTypeUrl];
     const frame = encodeDeltaDiscoveryResponse(

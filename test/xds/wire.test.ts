@@ -10,8 +10,8 @@ import { TypeUrl } from '../../src/xds/types.js';
 import { encodeAny, encodeControlPlane, encodeDeltaDiscoveryResponse, encodeDeltaResource, encodeDiscoveryResponse } from '../../src/xds/wire.js';
 
 /** Deterministic, non-trivial bytes of a given length (every byte value occurs). */
-function bytes(n: number, seed = 7): Uint8Array {
-  const out = new Uint8Array(n);
+function bytes(n: number, seed = 7): Buffer {
+  const out = Buffer.alloc(n);
   let x = seed;
   for (let i = 0; i < n; i++) {
     x = (x * 1103515245 + 12345) >>> 0;
