@@ -171,6 +171,36 @@ spec:
     m2.stop();
   });
 
+  it('routes TLS by SNI through VirtualService tls routes', () => {
+    const m2 = modelFromYaml(`
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: { name: secure, namespace: default }
+spec:
+  hosts: [secure.example.com, secure-v2.example.com]
+  addresses: [240.0.0.5]
+  location: MESH_EXTERNAL
+  resolution: DNS
+  ports: [{ number: 443, name: tls, protocol: TLS }]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: secure, namespace: default }
+spec:
+  hosts: [secure.example.com]
+  tls:
+    - match: [{ port: 443, sniHosts: [secure.example.com] }]
+      route: [{ destination: { host: secure-v2.example.com } }]
+`);
+    const listeners = m2.generate(proxy, TypeUrl.Listener);
+    const l = listeners.find((x) => x.name === '240.0.0.5_443')!;
+    const sniChain = l.filterChains.find((c) => c.filterChainMatch?.serverNames.includes('secure.example.com'))!;
+    expect(tcpProxiesOf({ ...l, filterChains: [sniChain], defaultFilterChain: undefined })[0].cluster).toBe('outbound|443||secure-v2.example.com');
+    expect(l.listenerFilters.map((f) => f.name)).toEqual(['envoy.filters.listener.tls_inspector']);
+    expect(integrityProblems(fullConfig(m2, proxy))).toEqual([]);
+    m2.stop();
+  });
+
   it('scopes egress by the namespace Sidecar resource', () => {
     const m2 = modelFromYaml(`
 apiVersion: networking.mesh.io/v1

@@ -111,6 +111,27 @@ function tcpTarget(service: Service, port: number, proxy: Proxy, push: PushConte
   return outboundClusterName(port, '', service.hostname);
 }
 
+/** Filter chains for the VirtualService TLS routes of a service port, matched by SNI (first claim wins). */
+function tlsRouteChains(service: Service, port: number, proxy: Proxy, push: PushContext, claimed: Set<string>): FilterChainShape[] {
+  const vs = push.virtualServiceForHost(proxy.namespace, service.hostname);
+  const out: FilterChainShape[] = [];
+  for (const route of vs?.spec.tls ?? []) {
+    const ctx = routeContext(proxy, push, vs!.namespace, port, 'mesh');
+    const dests = (route.route ?? [])
+      .map((d) => ({ name: destinationCluster(d.destination, ctx), weight: d.weight ?? (route.route!.length === 1 ? 100 : 0) }))
+      .filter((d): d is { name: string; weight: number } => d.name !== undefined && d.weight > 0);
+    if (dests.length === 0) continue;
+    for (const m of route.match ?? []) {
+      if (m.port && m.port !== port) continue;
+      const names = (m.sniHosts ?? []).filter((h) => !claimed.has(h));
+      if (names.length === 0) continue;
+      names.forEach((h) => claimed.add(h));
+      out.push({ filterChainMatch: { serverNames: names }, filters: [tcpProxyFilter(service.hostname, dests.length === 1 ? dests[0].name : dests)] });
+    }
+  }
+  return out;
+}
+
 function routeContext(proxy: Proxy, push: PushContext, namespace: string, port: number, gateway: string, timeoutMs = 0): RouteContext {
   return { push, proxy, namespace, listenerPort: port, proxyless: false, defaultTimeoutMs: timeoutMs, gateway };
 }
@@ -121,7 +142,7 @@ function outboundListeners(input: GenerateInput): ReadonlyArray<EncodedResource>
   const memo = push.memo.get(memoKey) as ReadonlyArray<EncodedResource> | undefined;
   if (memo) return memo;
   const httpPorts = new Set<number>();
-  const tcp = new Map<string, { address: string; port: number; chains: FilterChainShape[]; tls: boolean }>();
+  const tcp = new Map<string, { address: string; port: number; chains: FilterChainShape[]; tls: boolean; sni: Set<string> }>();
   for (const svc of push.visibleServices(proxy)) {
     for (const p of svc.ports) {
       if (isHttpProtocol(p.protocol)) {
@@ -131,11 +152,18 @@ function outboundListeners(input: GenerateInput): ReadonlyArray<EncodedResource>
       const address = svc.addresses[0] ?? '0.0.0.0';
       const name = `${address}_${p.port}`;
       const tls = p.protocol === 'TLS' || p.protocol === 'HTTPS';
-      const entry = tcp.get(name) ?? { address, port: p.port, chains: [], tls };
+      const entry = tcp.get(name) ?? { address, port: p.port, chains: [], tls, sni: new Set<string>() };
+      if (tls) {
+        // TLS routes of the service's VirtualService pick destinations by SNI
+        for (const chain of tlsRouteChains(svc, p.port, proxy, push, entry.sni)) entry.chains.push(chain);
+      }
       if (tls && address === '0.0.0.0') {
         // services without a VIP share the port: pick by SNI
-        entry.chains.push({ filterChainMatch: { serverNames: [svc.hostname] }, filters: [tcpProxyFilter(svc.hostname, tcpTarget(svc, p.port, proxy, push))] });
-      } else if (entry.chains.length === 0) {
+        if (!entry.sni.has(svc.hostname)) {
+          entry.sni.add(svc.hostname);
+          entry.chains.push({ filterChainMatch: { serverNames: [svc.hostname] }, filters: [tcpProxyFilter(svc.hostname, tcpTarget(svc, p.port, proxy, push))] });
+        }
+      } else if (!entry.chains.some((c) => !c.filterChainMatch)) {
         entry.chains.push({ filters: [tcpProxyFilter(`outbound|${p.port}||${svc.hostname}`, tcpTarget(svc, p.port, proxy, push))] });
       }
       tcp.set(name, entry);
