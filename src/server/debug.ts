@@ -9,6 +9,7 @@ import { RouteConfiguration } from '../gen/envoy/config/route/v3/route.js';
 import { Any } from '../gen/google/protobuf/any.js';
 import type { ConfigStore } from '../config/types.js';
 import type { DiscoveryServer } from '../xds/ads-server.js';
+import { Connection } from '../xds/connection.js';
 import type { MeshModel } from '../model/mesh-model.js';
 import type { GeneratorSet, GeneratorSettings } from '../xds/generators/types.js';
 import type { ResourceCache } from '../xds/cache.js';
@@ -48,7 +49,7 @@ export function registerDebug(http: HttpService, d: DebugDeps): void {
           shortType[w.typeUrl as XdsTypeUrl] ?? w.typeUrl,
           {
             names: w.names ? [...w.names] : '*',
-            resources: w.sent.size,
+            resources: Connection.heldCount(w),
             sentVersion: w.versionSent,
             sentNonce: w.nonceSent,
             ackedVersion: w.versionAcked,

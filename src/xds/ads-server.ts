@@ -255,7 +255,7 @@ export class DiscoveryServer {
     }
     let watch = conn.watches.get(typeUrl);
     const wildcard = req.resourceNames.includes('*') || (req.resourceNames.length === 0 && WILDCARD_TYPES.has(typeUrl) && (!watch || watch.names === undefined));
-    const names = wildcard ? undefined : new Set(req.resourceNames.filter((n) => n !== '*'));
+    const names = wildcard ? undefined : internNames(req.resourceNames);
     if (!watch) {
       watch = newWatch(typeUrl, names);
       conn.watches.set(typeUrl, watch);
@@ -263,7 +263,7 @@ export class DiscoveryServer {
     const kind = this.track(conn, watch, req.responseNonce, req.errorDetail ? { code: req.errorDetail.code, message: req.errorDetail.message } : undefined);
     if (kind === 'stale' || kind === 'nack') return;
     const namesChanged = !sameNames(watch.names, names);
-    watch.names = names;
+    if (namesChanged) watch.names = names;
     if (kind === 'initial' || namesChanged) {
       // A changed subscription is always answered, even when the resulting set is unchanged, so a
       // client asking for a name that does not exist learns it at once instead of waiting on a timer.
@@ -290,7 +290,7 @@ export class DiscoveryServer {
     if (kind === 'stale' || kind === 'nack') return;
     let changed = first;
     if (watch.names) {
-      for (const n of req.resourceNamesSubscribe) if (n !== '*' && !watch.names.has(n)) { watch.names.add(n); changed = true; }
+      for (const n of req.resourceNamesSubscribe) if (n !== '*' && !watch.names.has(n)) { watch.names.add(intern(n)); changed = true; }
       for (const n of req.resourceNamesUnsubscribe) if (watch.names.delete(n)) { watch.sent.delete(n); changed = true; }
     }
     if (changed) await this.pushTypes(conn, [typeUrl], undefined, first);
@@ -414,7 +414,7 @@ export class DiscoveryServer {
     // Record before writing: the ACK may arrive before the write promise settles.
     watch.nonceSent = nonce;
     watch.versionSent = version;
-    watch.sent = new Map(resources.map((r) => [r.name, r.version]));
+    watch.sentList = resources;
     watch.lastSentAt = Date.now();
     watch.awaitingAck = true;
     return this.write(conn, frame, type);
@@ -447,6 +447,27 @@ export class DiscoveryServer {
     watch.awaitingAck = true;
     return this.write(conn, frame, type);
   }
+}
+
+/**
+ * Requested names repeat across proxies (every sidecar asks for the same EDS clusters); keeping one
+ * string per name instead of one per request keeps per-connection memory small.
+ */
+const interned = new Map<string, string>();
+const INTERN_LIMIT = 500_000;
+
+function intern(name: string): string {
+  const known = interned.get(name);
+  if (known !== undefined) return known;
+  if (interned.size >= INTERN_LIMIT) interned.clear();
+  interned.set(name, name);
+  return name;
+}
+
+function internNames(names: ReadonlyArray<string>): Set<string> {
+  const out = new Set<string>();
+  for (const n of names) if (n !== '*') out.add(intern(n));
+  return out;
 }
 
 function sameNames(a: ReadonlySet<string> | undefined, b: ReadonlySet<string> | undefined): boolean {

@@ -12,8 +12,13 @@ export interface WatchState {
   versionSent: string;
   nonceAcked: string;
   versionAcked: string;
-  /** name → version of what was last sent (and, for SotW, the whole set). */
+  /** Delta: name → version of what the client holds. */
   sent: Map<string, string>;
+  /**
+   * State of the world: the resources last sent, as the generator returned them. Generators share
+   * these arrays and their elements across proxies, so holding the reference costs a proxy nothing.
+   */
+  sentList: ReadonlyArray<EncodedResource>;
   lastSentAt: number;
   lastAckAt: number;
   /** Last NACK's message, cleared by the next ACK. */
@@ -23,7 +28,7 @@ export interface WatchState {
 }
 
 export function newWatch(typeUrl: string, names: Set<string> | undefined): WatchState {
-  return { typeUrl, names, nonceSent: '', versionSent: '', nonceAcked: '', versionAcked: '', sent: new Map(), lastSentAt: 0, lastAckAt: 0, awaitingAck: false };
+  return { typeUrl, names, nonceSent: '', versionSent: '', nonceAcked: '', versionAcked: '', sent: new Map(), sentList: [], lastSentAt: 0, lastAckAt: 0, awaitingAck: false };
 }
 
 /** Writes frames to the client; resolves when the transport took them (respecting back-pressure). */
@@ -74,11 +79,22 @@ export class Connection {
     for (const f of w) f();
   }
 
-  /** True when the set of resources differs from what was last sent for this watch. */
+  /** True when the resources differ from what was last sent for this (state of the world) watch. */
   static changed(watch: WatchState, resources: ReadonlyArray<EncodedResource>): boolean {
     if (watch.nonceSent === '') return true;
-    if (watch.sent.size !== resources.length) return true;
-    for (const r of resources) if (watch.sent.get(r.name) !== r.version) return true;
+    const prev = watch.sentList;
+    if (prev === resources) return false;
+    if (prev.length !== resources.length) return true;
+    for (let i = 0; i < prev.length; i++) {
+      const a = prev[i];
+      const b = resources[i];
+      if (a !== b && (a.name !== b.name || a.version !== b.version)) return true;
+    }
     return false;
+  }
+
+  /** How many resources of the watch the client holds. */
+  static heldCount(watch: WatchState): number {
+    return watch.sent.size > 0 ? watch.sent.size : watch.sentList.length;
   }
 }
