@@ -255,7 +255,7 @@ export class DiscoveryServer {
     }
     let watch = conn.watches.get(typeUrl);
     const wildcard = req.resourceNames.includes('*') || (req.resourceNames.length === 0 && WILDCARD_TYPES.has(typeUrl) && (!watch || watch.names === undefined));
-    const names = wildcard ? undefined : internNames(req.resourceNames);
+    const names = wildcard ? undefined : canonicalNames(internNames(req.resourceNames));
     if (!watch) {
       watch = newWatch(typeUrl, names);
       conn.watches.set(typeUrl, watch);
@@ -290,8 +290,11 @@ export class DiscoveryServer {
     if (kind === 'stale' || kind === 'nack') return;
     let changed = first;
     if (watch.names) {
-      for (const n of req.resourceNamesSubscribe) if (n !== '*' && !watch.names.has(n)) { watch.names.add(intern(n)); changed = true; }
-      for (const n of req.resourceNamesUnsubscribe) if (watch.names.delete(n)) { watch.sent.delete(n); changed = true; }
+      // Name sets are replaced, never mutated: generators memoize by a set's identity.
+      const next = new Set(watch.names);
+      for (const n of req.resourceNamesSubscribe) if (n !== '*' && !next.has(n)) { next.add(intern(n)); changed = true; }
+      for (const n of req.resourceNamesUnsubscribe) if (next.delete(n)) { watch.sent.delete(n); changed = true; }
+      if (changed) watch.names = next;
     }
     if (changed) await this.pushTypes(conn, [typeUrl], undefined, first);
   }
@@ -468,6 +471,26 @@ function internNames(names: ReadonlyArray<string>): Set<string> {
   const out = new Set<string>();
   for (const n of names) if (n !== '*') out.add(intern(n));
   return out;
+}
+
+/**
+ * State-of-the-world subscriptions are never mutated, so proxies asking for the same names share one
+ * Set; generators use its identity to build a response once for all of them.
+ */
+const canonical = new Map<string, Set<string>[]>();
+const CANONICAL_LIMIT = 20_000;
+
+function canonicalNames(names: Set<string>): Set<string> {
+  let h = 0;
+  for (const n of names) for (let i = 0; i < n.length; i++) h = (Math.imul(h, 31) + n.charCodeAt(i)) | 0;
+  const key = `${names.size}:${h}`;
+  const candidates = canonical.get(key);
+  const found = candidates?.find((c) => sameNames(c, names));
+  if (found) return found;
+  if (canonical.size >= CANONICAL_LIMIT) canonical.clear();
+  if (candidates) candidates.push(names);
+  else canonical.set(key, [names]);
+  return names;
 }
 
 function sameNames(a: ReadonlySet<string> | undefined, b: ReadonlySet<string> | undefined): boolean {

@@ -4,8 +4,8 @@ import type { EncodedResource } from './cache.js';
 /** What one connection watches of one type, and where its ACKs stand. */
 export interface WatchState {
   readonly typeUrl: string;
-  /** Requested names; undefined = wildcard. */
-  names: Set<string> | undefined;
+  /** Requested names; undefined = wildcard. Replaced on change, never mutated (generators memoize by identity). */
+  names: ReadonlySet<string> | undefined;
   /** Delta only: names the client said it had when it connected. */
   initialVersions?: Map<string, string>;
   nonceSent: string;

@@ -111,6 +111,10 @@ export function generateEndpoints(
   withTlsMetadata: boolean,
   allClusters: () => Iterable<string>,
 ): EncodedResource[] {
+  // Proxies of one scope that ask for the same (shared) name set get one list per endpoint version.
+  const memoKey = names ? `eds|${push.scopeKey(proxy)}|${withTlsMetadata}|${objectId(names)}|${localityKey(proxy.locality)}|${proxy.type}` : undefined;
+  const memo = memoKey ? (push.memo.get(memoKey) as { index: EndpointIndex; list: EncodedResource[] } | undefined) : undefined;
+  if (memo && memo.index === endpoints) return memo.list;
   const out: EncodedResource[] = [];
   for (const name of names ?? allClusters()) {
     const ref = resolveClusterRef(name, push, proxy);
@@ -134,5 +138,6 @@ export function generateEndpoints(
       }),
     );
   }
+  if (memoKey) push.memo.set(memoKey, { index: endpoints, list: out });
   return out;
 }
