@@ -63,6 +63,8 @@ export class PushContext {
   private readonly servicesByHost = new Map<string, Service[]>();
   private readonly vsByGateway = new Map<string, ResolvedVirtualService[]>();
   private readonly destinationRules: ReadonlyArray<ResolvedDestinationRule>;
+  /** Rules with a workload selector make the lookup depend on the client's labels (no sharing). */
+  private readonly destinationRulesSelectWorkloads: boolean;
   readonly gateways: ReadonlyArray<ConfigObject<Gateway>>;
   private readonly sidecars: ReadonlyArray<ConfigObject<Sidecar>>;
   /** Per-push memo for derived, proxy-independent values (scoped service lists, route tables). */
@@ -93,6 +95,7 @@ export class PushContext {
       exportTo: c.spec.exportTo && c.spec.exportTo.length > 0 ? c.spec.exportTo : this.mesh.defaultDestinationRuleExportTo,
       spec: c.spec,
     }));
+    this.destinationRulesSelectWorkloads = this.destinationRules.some((d) => d.spec.workloadSelector?.matchLabels);
     this.gateways = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
     this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
   }
@@ -260,7 +263,7 @@ export class PushContext {
     const applicable = (dr: ResolvedDestinationRule): boolean =>
       hostMatches(dr.host, service.hostname) &&
       (!dr.spec.workloadSelector?.matchLabels || (dr.namespace === proxy.namespace && labelsMatch(dr.spec.workloadSelector.matchLabels, proxy.labels)));
-    const hasSelector = this.destinationRules.some((d) => d.spec.workloadSelector?.matchLabels);
+    const hasSelector = this.destinationRulesSelectWorkloads;
     if (!hasSelector && this.memo.has(memoKey)) return this.memo.get(memoKey) as ResolvedDestinationRule | undefined;
     const pick = (ns: string): ResolvedDestinationRule | undefined => {
       let best: ResolvedDestinationRule | undefined;

@@ -14,6 +14,7 @@ import type { PushContext } from '../model/push-context.js';
 import type { EncodedResource, ResourceCache } from './cache.js';
 import { Connection, newWatch, type ResponseWriter, type WatchState } from './connection.js';
 import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
+import { Limiter } from './limiter.js';
 import { PushQueue } from './push-queue.js';
 import type { PushRequest } from './push-request.js';
 import { PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, shortType, type XdsTypeUrl } from './types.js';
@@ -67,12 +68,15 @@ export class DiscoveryServer {
   readonly connections = new Map<string, Connection>();
   private readonly queue: PushQueue<Connection>;
   private readonly controlPlane: Buffer;
+  /** Bounds responses to client requests (connect storms) like the push queue bounds pushes. */
+  private readonly requestLimiter: Limiter;
   private nonceCounter = 0;
   private closing = false;
 
   constructor(private readonly deps: AdsDeps) {
     this.queue = new PushQueue(Math.max(1, deps.options.pushThrottle), (conn, req, enqueuedAt) => this.pushConnection(conn, req, enqueuedAt));
     this.controlPlane = encodeControlPlane(deps.options.controlPlaneId);
+    this.requestLimiter = new Limiter(Math.max(1, deps.options.pushThrottle));
   }
 
   /** The gRPC service definition with pass-through (de)serializers: frames are assembled by hand. */
@@ -267,7 +271,7 @@ export class DiscoveryServer {
     if (kind === 'initial' || namesChanged) {
       // A changed subscription is always answered, even when the resulting set is unchanged, so a
       // client asking for a name that does not exist learns it at once instead of waiting on a timer.
-      await this.pushTypes(conn, [typeUrl], undefined, true);
+      await this.requestLimiter.run(() => this.pushTypes(conn, [typeUrl], undefined, true));
     }
   }
 
@@ -296,7 +300,7 @@ export class DiscoveryServer {
       for (const n of req.resourceNamesUnsubscribe) if (next.delete(n)) { watch.sent.delete(n); changed = true; }
       if (changed) watch.names = next;
     }
-    if (changed) await this.pushTypes(conn, [typeUrl], undefined, first);
+    if (changed) await this.requestLimiter.run(() => this.pushTypes(conn, [typeUrl], undefined, first));
   }
 
   /** Worker of the push queue. */

@@ -62,7 +62,12 @@ export function inboundPorts(proxy: Proxy, push: PushContext, endpoints: Endpoin
   return out.sort((a, b) => a.port - b.port);
 }
 
-function clusters({ proxy, push, endpoints, cache, settings }: GenerateInput): EncodedResource[] {
+function clusters({ proxy, push, endpoints, cache, settings }: GenerateInput): ReadonlyArray<EncodedResource> {
+  // Proxies of one scope with the same inbound ports share one list (and so skip unchanged pushes cheaply).
+  const inbound = inboundPorts(proxy, push, endpoints);
+  const memoKey = `cds-sidecar|${push.scopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}`;
+  const memo = push.memo.get(memoKey) as { index: EndpointIndex; list: ReadonlyArray<EncodedResource> } | undefined;
+  if (memo && memo.index === endpoints) return memo.list;
   const out = [...visibleOutboundClusters(proxy, push, endpoints, cache, false)];
   const meshId = objectId(push.mesh);
   const fixed = [
@@ -73,7 +78,7 @@ function clusters({ proxy, push, endpoints, cache, settings }: GenerateInput): E
   for (const f of fixed) {
     out.push(cache.getOrBuild('cds', `cf|${f.name}|m${meshId}`, () => ({ name: f.name, typeUrl: TypeUrl.Cluster, bytes: encode(Cluster, f.build()) })));
   }
-  for (const p of inboundPorts(proxy, push, endpoints)) {
+  for (const p of inbound) {
     const name = inboundClusterName(p.port);
     out.push(
       cache.getOrBuild('cds', `ci|${name}|m${meshId}|${settings.inboundPassthrough}`, () => ({
@@ -83,6 +88,7 @@ function clusters({ proxy, push, endpoints, cache, settings }: GenerateInput): E
       })),
     );
   }
+  push.memo.set(memoKey, { index: endpoints, list: out });
   return out;
 }
 
