@@ -140,8 +140,9 @@ export class DiscoveryServer {
       write: (frame) =>
         new Promise<void>((resolve, reject) => {
           if (ended) return reject(new Error('stream closed'));
-          if (call.write(frame)) resolve();
-          else call.once('drain', () => resolve());
+          // Settles once the transport has taken the frame (HTTP/2 flow control included), so the
+          // bytes a push holds in flight stay bounded by the push throttle.
+          call.write(frame, (err?: Error | null) => (err ? reject(err) : resolve()));
         }),
       close: (code, message) => {
         if (ended) return;

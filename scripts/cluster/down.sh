@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Stops the local control plane (npm run cluster:down) and removes its state dir: certificates,
+# etcd data, logs. Idempotent: with nothing running and no state it says so and succeeds.
+#
+# Usage: scripts/cluster/down.sh [--keep-state]   (--keep-state: stop the servers, keep the state,
+#                                                  so the next cluster:up resumes with the same data)
+set -euo pipefail
+# shellcheck source=scripts/cluster/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+keep=false
+case "${1:-}" in
+  "") ;;
+  --keep-state) keep=true ;;
+  *) cluster_die "usage: scripts/cluster/down.sh [--keep-state]" ;;
+esac
+
+if [[ ! -e "$cluster_dir" ]]; then
+  cluster_log "nothing to stop: no state dir $cluster_dir"
+  exit 0
+fi
+if [[ ! -f "$cluster_dir/.mesh-cluster" ]]; then
+  cluster_die "$cluster_dir is not a local control plane's state dir (no .mesh-cluster marker); not touching it"
+fi
+
+with_lock
+# The clients and the API server together (nothing is kept, so no order is needed among them),
+# etcd last so that the API server's last writes still land.
+stop_pid kwok kube-scheduler kube-controller-manager kube-apiserver
+stop_pid etcd
+
+if $keep; then
+  cluster_log "stopped; state kept in $cluster_dir"
+else
+  rm -rf "$cluster_dir"
+  rm -f "$cluster_dir.lock"
+  cluster_log "stopped and removed $cluster_dir"
+fi
