@@ -63,6 +63,7 @@ export class PushContext {
   private readonly servicesByHost = new Map<string, Service[]>();
   private readonly vsByGateway = new Map<string, ResolvedVirtualService[]>();
   private readonly destinationRules: ReadonlyArray<ResolvedDestinationRule>;
+  private readonly destinationRulesByNamespace = new Map<string, ResolvedDestinationRule[]>();
   /** Rules with a workload selector make the lookup depend on the client's labels (no sharing). */
   private readonly destinationRulesSelectWorkloads: boolean;
   readonly gateways: ReadonlyArray<ConfigObject<Gateway>>;
@@ -96,6 +97,11 @@ export class PushContext {
       spec: c.spec,
     }));
     this.destinationRulesSelectWorkloads = this.destinationRules.some((d) => d.spec.workloadSelector?.matchLabels);
+    for (const dr of this.destinationRules) {
+      const list = this.destinationRulesByNamespace.get(dr.namespace);
+      if (list) list.push(dr);
+      else this.destinationRulesByNamespace.set(dr.namespace, [dr]);
+    }
     this.gateways = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
     this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
   }
@@ -268,8 +274,8 @@ export class PushContext {
     const pick = (ns: string): ResolvedDestinationRule | undefined => {
       let best: ResolvedDestinationRule | undefined;
       let score = -1;
-      for (const dr of this.destinationRules) {
-        if (dr.namespace !== ns || !applicable(dr)) continue;
+      for (const dr of this.destinationRulesByNamespace.get(ns) ?? []) {
+        if (!applicable(dr)) continue;
         if (!visibleTo(dr.exportTo, dr.namespace, proxy.namespace)) continue;
         const s = hostSpecificity(dr.host) + (dr.spec.workloadSelector?.matchLabels ? 0.5 : 0);
         if (s > score) {

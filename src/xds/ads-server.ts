@@ -260,7 +260,9 @@ export class DiscoveryServer {
     }
     let watch = conn.watches.get(typeUrl);
     const wildcard = req.resourceNames.includes('*') || (req.resourceNames.length === 0 && WILDCARD_TYPES.has(typeUrl) && (!watch || watch.names === undefined));
-    const names = wildcard ? undefined : canonicalNames(internNames(req.resourceNames));
+    // Most requests are ACKs repeating the current names: check them before building a new set.
+    const unchanged = !wildcard && watch?.names !== undefined && sameList(watch.names, req.resourceNames);
+    const names: ReadonlySet<string> | undefined = wildcard ? undefined : unchanged ? watch!.names : canonicalNames(internNames(req.resourceNames));
     if (!watch) {
       watch = newWatch(typeUrl, names);
       conn.watches.set(typeUrl, watch);
@@ -496,6 +498,16 @@ function canonicalNames(names: Set<string>): Set<string> {
   if (candidates) candidates.push(names);
   else canonical.set(key, [names]);
   return names;
+}
+
+function sameList(set: ReadonlySet<string>, names: ReadonlyArray<string>): boolean {
+  let n = 0;
+  for (const name of names) {
+    if (name === '*') continue;
+    if (!set.has(name)) return false;
+    n++;
+  }
+  return n === set.size;
 }
 
 function sameNames(a: ReadonlySet<string> | undefined, b: ReadonlySet<string> | undefined): boolean {

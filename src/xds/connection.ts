@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Proxy } from '../model/proxy.js';
 import type { EncodedResource } from './cache.js';
 
@@ -27,7 +28,7 @@ export interface WatchState {
   awaitingAck: boolean;
 }
 
-export function newWatch(typeUrl: string, names: Set<string> | undefined): WatchState {
+export function newWatch(typeUrl: string, names: ReadonlySet<string> | undefined): WatchState {
   return { typeUrl, names, nonceSent: '', versionSent: '', nonceAcked: '', versionAcked: '', sent: new Map(), sentList: [], lastSentAt: 0, lastAckAt: 0, awaitingAck: false };
 }
 
@@ -38,6 +39,23 @@ export interface ResponseWriter {
 }
 
 let counter = 0;
+
+const listVersions = new WeakMap<ReadonlyArray<EncodedResource>, string>();
+
+/**
+ * One version for a whole resource list, computed once per list: lists are shared by the proxies of
+ * a scope, so comparing what a proxy holds with a new list costs one string comparison.
+ */
+export function listVersion(list: ReadonlyArray<EncodedResource>): string {
+  let v = listVersions.get(list);
+  if (v === undefined) {
+    const h = createHash('sha1');
+    for (const r of list) h.update(r.name).update('\0').update(r.version).update('\n');
+    v = h.digest('base64url');
+    listVersions.set(list, v);
+  }
+  return v;
+}
 
 /** One ADS stream from one proxy. */
 export class Connection {
@@ -85,12 +103,7 @@ export class Connection {
     const prev = watch.sentList;
     if (prev === resources) return false;
     if (prev.length !== resources.length) return true;
-    for (let i = 0; i < prev.length; i++) {
-      const a = prev[i];
-      const b = resources[i];
-      if (a !== b && (a.name !== b.name || a.version !== b.version)) return true;
-    }
-    return false;
+    return listVersion(prev) !== listVersion(resources);
   }
 
   /** How many resources of the watch the client holds. */
