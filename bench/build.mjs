@@ -1,0 +1,48 @@
+/**
+ * Builds the benchmark: bench/xds/*.ts → bench/dist/xds/*.js (type checking is `tsc -p bench/tsconfig.json`).
+ *
+ * Each file is transpiled on its own with the root tsconfig's options. Imports of the generated
+ * protobuf code (`../../src/gen/…`) are pointed at the daemon's own build output (`dist/gen/…`, made
+ * by `npm run build`), so the benchmark decodes with exactly the code the daemon encodes with and
+ * no second copy of the generated code is emitted (bench/dist holds only the benchmark's files).
+ */
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const bench = dirname(fileURLToPath(import.meta.url));
+const root = join(bench, '..');
+const srcDir = join(bench, 'xds');
+const outDir = join(bench, 'dist', 'xds');
+
+const rootConfig = ts.readConfigFile(join(root, 'tsconfig.json'), ts.sys.readFile);
+if (rootConfig.error) throw new Error(ts.flattenDiagnosticMessageText(rootConfig.error.messageText, '\n'));
+const { options } = ts.convertCompilerOptionsFromJson(rootConfig.config.compilerOptions, root);
+// one file at a time, always as an ES module (the package is "type": "module")
+delete options.rootDir;
+delete options.outDir;
+options.moduleResolution = ts.ModuleResolutionKind.Bundler;
+options.module = ts.ModuleKind.ES2022;
+options.sourceMap = false;
+options.inlineSourceMap = true;
+options.inlineSources = true;
+
+rmSync(join(bench, 'dist'), { recursive: true, force: true });
+mkdirSync(outDir, { recursive: true });
+const GEN_FROM = /(['"])\.\.\/\.\.\/src\/gen\//g;
+const GEN_TO = '$1../../../dist/gen/';
+let count = 0;
+for (const name of readdirSync(srcDir)) {
+  if (!name.endsWith('.ts')) continue;
+  const file = join(srcDir, name);
+  const out = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions: options, fileName: file, reportDiagnostics: true });
+  if (out.diagnostics?.length) {
+    throw new Error(out.diagnostics.map((d) => `${name}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`).join('\n'));
+  }
+  const js = out.outputText.replace(GEN_FROM, GEN_TO);
+  if (/['"]\.\.\/\.\.\/src\//.test(js)) throw new Error(`${name}: an import of ../../src/ other than src/gen is not supported by this build`);
+  writeFileSync(join(outDir, name.replace(/\.ts$/, '.js')), js);
+  count++;
+}
+console.log(`bench: built ${count} files into ${outDir}`);

@@ -1,0 +1,140 @@
+/**
+ * The synthetic mesh as config files: N ServiceEntries (MESH_INTERNAL, STATIC, one HTTP port, 2–3
+ * endpoints labelled v1/v2), a DestinationRule with subsets v1/v2 per service, and a VirtualService
+ * splitting 90/10 between the subsets for every tenth service. Objects are written as multi-document
+ * YAML files of at most OBJECTS_PER_FILE objects, one kind per file.
+ */
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  HTTP_PORT,
+  endpointAddress,
+  endpointCount,
+  endpointVersion,
+  hasVirtualService,
+  serviceHost,
+  serviceName,
+  serviceNamespace,
+} from './naming.js';
+
+export const OBJECTS_PER_FILE = 500;
+const API_VERSION = 'networking.mesh.io/v1';
+
+type Kind = 'service-entries' | 'destination-rules' | 'virtual-services';
+
+function header(kind: string, i: number): string {
+  return `apiVersion: ${API_VERSION}\nkind: ${kind}\nmetadata:\n  name: ${serviceName(i)}\n  namespace: ${serviceNamespace(i)}\n`;
+}
+
+export class MeshConfig {
+  /** VirtualService weights [v1, v2] that differ from 90/10. */
+  private readonly weights = new Map<number, readonly [number, number]>();
+  /** Endpoint addresses that differ from the generated ones, by `service/endpoint`. */
+  private readonly addresses = new Map<string, string>();
+  private tmpCounter = 0;
+
+  constructor(
+    readonly dir: string,
+    readonly services: number,
+  ) {}
+
+  private serviceEntry(i: number): string {
+    const eps: string[] = [];
+    for (let j = 0; j < endpointCount(i); j++) {
+      const addr = this.addresses.get(`${i}/${j}`) ?? endpointAddress(i, j);
+      eps.push(`    - address: ${addr}\n      labels:\n        version: ${endpointVersion(j)}\n`);
+    }
+    return (
+      header('ServiceEntry', i) +
+      `spec:\n  hosts:\n    - ${serviceHost(i)}\n  location: MESH_INTERNAL\n  resolution: STATIC\n` +
+      `  ports:\n    - number: ${HTTP_PORT}\n      name: http\n      protocol: HTTP\n` +
+      `  endpoints:\n${eps.join('')}`
+    );
+  }
+
+  private destinationRule(i: number): string {
+    return (
+      header('DestinationRule', i) +
+      `spec:\n  host: ${serviceHost(i)}\n  subsets:\n` +
+      `    - name: v1\n      labels:\n        version: v1\n` +
+      `    - name: v2\n      labels:\n        version: v2\n`
+    );
+  }
+
+  private virtualService(i: number): string {
+    const [w1, w2] = this.weights.get(i) ?? [90, 10];
+    const host = serviceHost(i);
+    return (
+      header('VirtualService', i) +
+      `spec:\n  hosts:\n    - ${host}\n  http:\n    - name: split\n      route:\n` +
+      `        - destination:\n            host: ${host}\n            subset: v1\n          weight: ${w1}\n` +
+      `        - destination:\n            host: ${host}\n            subset: v2\n          weight: ${w2}\n`
+    );
+  }
+
+  /** Indices of the objects of one kind, in file order. */
+  private indices(kind: Kind): number[] {
+    const out: number[] = [];
+    for (let i = 0; i < this.services; i++) if (kind !== 'virtual-services' || hasVirtualService(i)) out.push(i);
+    return out;
+  }
+
+  private fileName(kind: Kind, chunk: number): string {
+    return `${kind}-${String(chunk).padStart(3, '0')}.yaml`;
+  }
+
+  private render(kind: Kind, chunk: number): string {
+    const all = this.indices(kind).slice(chunk * OBJECTS_PER_FILE, (chunk + 1) * OBJECTS_PER_FILE);
+    const one = kind === 'service-entries' ? (i: number) => this.serviceEntry(i) : kind === 'destination-rules' ? (i: number) => this.destinationRule(i) : (i: number) => this.virtualService(i);
+    return all.map(one).join('---\n');
+  }
+
+  private chunkOf(kind: Kind, i: number): number {
+    return Math.floor(this.indices(kind).indexOf(i) / OBJECTS_PER_FILE);
+  }
+
+  /** Writes every file; returns their names. */
+  async writeAll(): Promise<string[]> {
+    await mkdir(this.dir, { recursive: true });
+    const names: string[] = [];
+    for (const kind of ['service-entries', 'destination-rules', 'virtual-services'] as const) {
+      const n = Math.ceil(this.indices(kind).length / OBJECTS_PER_FILE);
+      for (let c = 0; c < n; c++) {
+        const name = this.fileName(kind, c);
+        await writeFile(join(this.dir, name), this.render(kind, c));
+        names.push(name);
+      }
+    }
+    return names;
+  }
+
+  /** Renders the changed file in memory; `commit` writes it atomically (hidden temporary + rename). */
+  private prepare(kind: Kind, i: number): { file: string; commit: () => Promise<void> } {
+    const chunk = this.chunkOf(kind, i);
+    const file = this.fileName(kind, chunk);
+    const content = this.render(kind, chunk);
+    const target = join(this.dir, file);
+    return {
+      file,
+      commit: async () => {
+        const tmp = join(this.dir, `.${file}.${process.pid}.${++this.tmpCounter}.tmp`);
+        await writeFile(tmp, content);
+        await rename(tmp, target);
+      },
+    };
+  }
+
+  /** Changes the weights of service i's VirtualService; the file is written by `commit`. */
+  editWeights(i: number, w1: number, w2: number): { file: string; commit: () => Promise<void> } {
+    if (!hasVirtualService(i) || i >= this.services) throw new Error(`service ${i} has no VirtualService`);
+    this.weights.set(i, [w1, w2]);
+    return this.prepare('virtual-services', i);
+  }
+
+  /** Moves endpoint j of service i to a new address; the file is written by `commit`. */
+  editEndpoint(i: number, j: number, address: string): { file: string; commit: () => Promise<void> } {
+    if (i >= this.services || j >= endpointCount(i)) throw new Error(`service ${i} has no endpoint ${j}`);
+    this.addresses.set(`${i}/${j}`, address);
+    return this.prepare('service-entries', i);
+  }
+}
