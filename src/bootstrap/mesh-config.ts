@@ -45,6 +45,7 @@ export function parseMeshConfig(text: string, origin: string): MeshConfig {
 export class MeshConfigWatcher {
   private listeners: Array<(m: MeshSettings) => void> = [];
   private watching = false;
+  private current?: MeshSettings;
 
   constructor(
     private readonly path: string,
@@ -55,6 +56,7 @@ export class MeshConfigWatcher {
   /** Reads the file (defaults when absent) and starts watching it. Throws ConfigError when invalid. */
   async load(): Promise<MeshSettings> {
     const settings = await this.read();
+    this.current = settings;
     watchFile(this.path, { interval: 1000 }, () => void this.reload());
     this.watching = true;
     return settings;
@@ -81,6 +83,8 @@ export class MeshConfigWatcher {
   private async reload(): Promise<void> {
     try {
       const settings = await this.read();
+      if (JSON.stringify(settings) === JSON.stringify(this.current)) return;
+      this.current = settings;
       this.log.info({ path: this.path }, 'mesh config reloaded');
       for (const l of this.listeners) l(settings);
     } catch (e) {
