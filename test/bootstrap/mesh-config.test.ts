@@ -1,0 +1,62 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { MeshConfigWatcher, parseMeshConfig } from '../../src/bootstrap/mesh-config.js';
+import { ConfigError } from '../../src/config/config-error.js';
+import type { MeshSettings } from '../../src/model/mesh-settings.js';
+
+const base = { domain: 'cluster.local', clusterId: 'Cluster' };
+const log = pino({ level: 'silent' });
+
+describe('mesh config file', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'mesh-config-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('uses defaults when the file is absent', async () => {
+    const w = new MeshConfigWatcher(join(dir, 'absent.yaml'), base, log);
+    const s = await w.load();
+    w.stop();
+    expect(s.outboundTrafficPolicy).toBe('ALLOW_ANY');
+    expect(s.rootNamespace).toBe('mesh-system');
+    expect(s.connectTimeoutMs).toBe(10_000);
+  });
+
+  it('names the field and the reason of an invalid value', () => {
+    expect(() => parseMeshConfig('connectTimeout: soon\n', 'mesh.yaml')).toThrow(ConfigError);
+    expect(() => parseMeshConfig('outboundTrafficPolicy: { mode: SOMETIMES }\n', 'mesh.yaml')).toThrow(/mesh\.yaml: outboundTrafficPolicy\.mode/);
+    expect(() => parseMeshConfig('unknownField: 1\n', 'mesh.yaml')).toThrow(/mesh\.yaml/);
+  });
+
+  it('applies an edit, and keeps the last good settings when an edit is invalid', async () => {
+    const path = join(dir, 'mesh.yaml');
+    await writeFile(path, 'outboundTrafficPolicy: { mode: ALLOW_ANY }\nconnectTimeout: 5s\n');
+    const w = new MeshConfigWatcher(path, base, log);
+    expect((await w.load()).connectTimeoutMs).toBe(5000);
+    const seen: MeshSettings[] = [];
+    w.onChange((m) => seen.push(m));
+    try {
+      await writeFile(path, 'outboundTrafficPolicy: { mode: REGISTRY_ONLY }\nconnectTimeout: 5s\n');
+      await waitFor(() => seen.length === 1, 5000);
+      expect(seen[0].outboundTrafficPolicy).toBe('REGISTRY_ONLY');
+      await writeFile(path, 'outboundTrafficPolicy: { mode: NOPE }\n');
+      await new Promise((r) => setTimeout(r, 2500));
+      expect(seen).toHaveLength(1);
+    } finally {
+      w.stop();
+    }
+  }, 15_000);
+});
+
+async function waitFor(cond: () => boolean, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
