@@ -12,7 +12,7 @@ import type { EndpointIndex } from '../model/endpoint-index.js';
 import { parseProxy, ProxyIdError, type Proxy } from '../model/proxy.js';
 import type { PushContext } from '../model/push-context.js';
 import type { EncodedResource, ResourceCache } from './cache.js';
-import { Connection, newWatch, type ResponseWriter, type WatchState } from './connection.js';
+import { Connection, listVersion, newWatch, type ResponseWriter, type WatchState } from './connection.js';
 import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
 import { Limiter } from './limiter.js';
 import { PushQueue } from './push-queue.js';
@@ -71,6 +71,7 @@ export class DiscoveryServer {
   /** Bounds responses to client requests (connect storms) like the push queue bounds pushes. */
   private readonly requestLimiter: Limiter;
   private nonceCounter = 0;
+  private readonly frames = new WeakMap<ReadonlyArray<EncodedResource>, { typeUrl: string; version: string; frame: Buffer; nonce: string }>();
   private closing = false;
 
   constructor(private readonly deps: AdsDeps) {
@@ -363,6 +364,22 @@ export class DiscoveryServer {
     return false;
   }
 
+  /**
+   * The response frame for a resource list. Proxies of one scope share their lists, so the frame is
+   * built once per list and version and written to each of them: the nonce is derived from the
+   * version and the list's content (unique per stream for every different response, and meaningful
+   * for distribution tracking), not from the connection.
+   */
+  private sotwFrame(typeUrl: string, version: string, resources: ReadonlyArray<EncodedResource>): { frame: Buffer; nonce: string } {
+    const cached = this.frames.get(resources);
+    if (cached && cached.version === version && cached.typeUrl === typeUrl) return cached;
+    const nonce = `${this.deps.options.distributionTracking ? `${version}/` : ''}${listVersion(resources).slice(0, 12)}`;
+    const frame = encodeDiscoveryResponse(version, typeUrl, nonce, resources.map((r) => r.any), this.controlPlane);
+    const entry = { typeUrl, version, frame, nonce };
+    this.frames.set(resources, entry);
+    return entry;
+  }
+
   private nextNonce(model: ModelView): string {
     const n = (++this.nonceCounter).toString(36);
     return this.deps.options.distributionTracking ? `${model.push.version}/${n}` : n;
@@ -416,11 +433,10 @@ export class DiscoveryServer {
   private async sendSotw(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean): Promise<boolean> {
     if (!force && !Connection.changed(watch, resources)) return false;
     if (throttled) await this.flowControl(conn, watch);
-    const nonce = this.nextNonce(model);
     // Endpoint-only pushes keep the snapshot: the endpoint index version tells them apart.
     const version = watch.typeUrl === TypeUrl.Endpoint ? `${model.push.version}+e${model.endpoints.version}` : model.push.version;
     const type = shortType[watch.typeUrl as XdsTypeUrl];
-    const frame = encodeDiscoveryResponse(version, watch.typeUrl, nonce, resources.map((r) => r.any), this.controlPlane);
+    const { frame, nonce } = this.sotwFrame(watch.typeUrl, version, resources);
     // Record before writing: the ACK may arrive before the write promise settles.
     watch.nonceSent = nonce;
     watch.versionSent = version;
