@@ -47,6 +47,7 @@ export interface AdsDeps {
 }
 
 const SERVICE = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
+const FRAME_CACHE_ENTRIES = 64;
 const passthrough = (b: Buffer): Buffer => b;
 
 type DuplexCall = grpc.ServerDuplexStream<Buffer, Buffer>;
@@ -71,7 +72,8 @@ export class DiscoveryServer {
   /** Bounds responses to client requests (connect storms) like the push queue bounds pushes. */
   private readonly requestLimiter: Limiter;
   private nonceCounter = 0;
-  private readonly frames = new WeakMap<ReadonlyArray<EncodedResource>, { typeUrl: string; version: string; frame: Buffer; nonce: string }>();
+  /** Recently built frames by list; bounded, since a list that is not shared gains nothing from it. */
+  private readonly frames = new Map<ReadonlyArray<EncodedResource>, { typeUrl: string; version: string; frame: Buffer; nonce: string }>();
   private closing = false;
 
   constructor(private readonly deps: AdsDeps) {
@@ -376,7 +378,9 @@ export class DiscoveryServer {
     const nonce = `${this.deps.options.distributionTracking ? `${version}/` : ''}${listVersion(resources).slice(0, 12)}`;
     const frame = encodeDiscoveryResponse(version, typeUrl, nonce, resources.map((r) => r.any), this.controlPlane);
     const entry = { typeUrl, version, frame, nonce };
+    this.frames.delete(resources);
     this.frames.set(resources, entry);
+    if (this.frames.size > FRAME_CACHE_ENTRIES) this.frames.delete(this.frames.keys().next().value!);
     return entry;
   }
 
