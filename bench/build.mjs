@@ -6,7 +6,7 @@
  * by `npm run build`), so the benchmark decodes with exactly the code the daemon encodes with and
  * no second copy of the generated code is emitted (bench/dist holds only the benchmark's files).
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
@@ -28,8 +28,10 @@ options.sourceMap = false;
 options.inlineSourceMap = true;
 options.inlineSources = true;
 
-rmSync(join(bench, 'dist'), { recursive: true, force: true });
+// Files are replaced one by one (write + rename), never by emptying the directory: a benchmark
+// already running forks bench/dist/xds/driver.js for each of its runs.
 mkdirSync(outDir, { recursive: true });
+const built = new Set();
 const GEN_FROM = /(['"])\.\.\/\.\.\/src\/gen\//g;
 const GEN_TO = '$1../../../dist/gen/';
 let count = 0;
@@ -42,7 +44,13 @@ for (const name of readdirSync(srcDir)) {
   }
   const js = out.outputText.replace(GEN_FROM, GEN_TO);
   if (/['"]\.\.\/\.\.\/src\//.test(js)) throw new Error(`${name}: an import of ../../src/ other than src/gen is not supported by this build`);
-  writeFileSync(join(outDir, name.replace(/\.ts$/, '.js')), js);
+  const target = join(outDir, name.replace(/\.ts$/, '.js'));
+  writeFileSync(`${target}.${process.pid}.tmp`, js);
+  renameSync(`${target}.${process.pid}.tmp`, target);
+  built.add(target);
   count++;
+}
+for (const name of existsSync(outDir) ? readdirSync(outDir) : []) {
+  if (name.endsWith('.js') && !built.has(join(outDir, name))) rmSync(join(outDir, name), { force: true });
 }
 console.log(`bench: built ${count} files into ${outDir}`);

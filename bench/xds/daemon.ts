@@ -3,9 +3,10 @@
  * measures start → ready, and reads its CPU time and resident memory from /proc.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, cpSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 
 export interface ProcSample {
   /** utime + stime, seconds. */
@@ -86,6 +87,83 @@ export class OtherLoad {
   }
 }
 
+/** Which daemon build a run measured. */
+export interface DaemonBuild {
+  /** Directory holding the snapshot (`dist/`, `package.json`, `node_modules` link). */
+  readonly root: string;
+  /** Short hash of the snapshot's file names, sizes and contents. */
+  readonly fingerprint: string;
+  /** `git rev-parse --short HEAD`, or `unknown`. */
+  readonly gitHead: string;
+  /** Files under src/ with uncommitted changes when the snapshot was taken. */
+  readonly srcDirty: number;
+  /** Newest modification time among dist/ files, ISO. */
+  readonly builtAt: string;
+}
+
+function listFiles(dir: string, out: string[] = []): string[] {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) listFiles(p, out);
+    else if (e.isFile() && !e.name.endsWith('.map')) out.push(p);
+  }
+  return out;
+}
+
+function treeFingerprint(dir: string): { hash: string; newest: number } {
+  const h = createHash('sha1');
+  let newest = 0;
+  for (const f of listFiles(dir).sort()) {
+    h.update(relative(dir, f));
+    h.update(readFileSync(f));
+    newest = Math.max(newest, statSync(f).mtimeMs);
+  }
+  return { hash: h.digest('hex').slice(0, 12), newest };
+}
+
+function git(repoRoot: string, args: string[]): string | undefined {
+  try {
+    return execFileSync('git', args, { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Copies the built daemon (dist/, without source maps) into `into`, so that a rebuild of dist/ by
+ * someone else during a long run cannot change the daemon under test half-way. The copy resolves
+ * packages through a `node_modules` link to the repository's and has the repository's package.json
+ * (module type, version). The benchmark's own compiled files (`benchDir`) are copied to
+ * `into/bench/dist/xds`, where their imports of `../../../dist/gen/…` reach the same snapshot.
+ * Retries while dist/ is being rewritten.
+ */
+export async function snapshotDaemon(repoRoot: string, benchDir: string, into: string): Promise<DaemonBuild> {
+  const dist = join(repoRoot, 'dist');
+  for (let attempt = 1; ; attempt++) {
+    if (!existsSync(join(dist, 'cli', 'mesh-discovery.js'))) throw new Error(`${join(dist, 'cli', 'mesh-discovery.js')} does not exist: run \`npm run build\` first`);
+    const before = treeFingerprint(dist);
+    mkdirSync(into, { recursive: true });
+    cpSync(dist, join(into, 'dist'), { recursive: true, filter: (src) => !src.endsWith('.map') });
+    const after = treeFingerprint(dist);
+    const copy = treeFingerprint(join(into, 'dist'));
+    if (before.hash === after.hash && copy.hash === before.hash) {
+      writeFileSync(join(into, 'package.json'), readFileSync(join(repoRoot, 'package.json')));
+      cpSync(benchDir, join(into, 'bench', 'dist', 'xds'), { recursive: true, filter: (src) => !src.endsWith('.tmp') });
+      if (!existsSync(join(into, 'node_modules'))) symlinkSync(join(repoRoot, 'node_modules'), join(into, 'node_modules'), 'dir');
+      const dirty = git(repoRoot, ['status', '--porcelain', '--', 'src']);
+      return {
+        root: into,
+        fingerprint: before.hash,
+        gitHead: git(repoRoot, ['rev-parse', '--short', 'HEAD']) ?? 'unknown',
+        srcDirty: dirty === undefined ? NaN : dirty.split('\n').filter(Boolean).length,
+        builtAt: new Date(before.newest).toISOString(),
+      };
+    }
+    if (attempt >= 5) throw new Error('dist/ kept changing while it was copied (a build running?); try again later');
+    await new Promise((r) => setTimeout(r, 5000));
+  }
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -110,7 +188,8 @@ async function get(url: string, timeoutMs: number): Promise<{ status: number; bo
 }
 
 export interface DaemonOptions {
-  readonly repoRoot: string;
+  /** Directory with `dist/cli/mesh-discovery.js` (a snapshot, see snapshotDaemon). */
+  readonly daemonRoot: string;
   readonly configDir: string;
   readonly logFile: string;
   /** Extra environment for the daemon (DISC_DEBOUNCE_AFTER, …). */
@@ -145,7 +224,7 @@ export class Daemon {
   }
 
   static async start(o: DaemonOptions): Promise<Daemon> {
-    const cli = join(o.repoRoot, 'dist', 'cli', 'mesh-discovery.js');
+    const cli = join(o.daemonRoot, 'dist', 'cli', 'mesh-discovery.js');
     if (!existsSync(cli)) throw new Error(`${cli} does not exist: run \`npm run build\` first`);
     const ports = new Set<number>();
     while (ports.size < 3) ports.add(await freePort());
@@ -179,7 +258,7 @@ export class Daemon {
     const nodeArgs = o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`, '--cpu-prof-name=daemon.cpuprofile'] : [];
     const log = openSync(o.logFile, 'a');
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: o.repoRoot, env, stdio: ['ignore', log, log] });
+    const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: o.daemonRoot, env, stdio: ['ignore', log, log] });
     closeSync(log);
     const d = new Daemon(child, child.pid ?? -1, grpcAddr, httpAddr, monitoringAddr, o.logFile, NaN);
     const deadline = Date.now() + o.readyTimeoutMs;

@@ -7,12 +7,12 @@
  * See bench/README.md for what each figure means.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Daemon, OtherLoad, type ProcSample } from './daemon.js';
+import { Daemon, OtherLoad, snapshotDaemon, type DaemonBuild, type ProcSample } from './daemon.js';
 import { MeshConfig } from './mesh-config.js';
 import { clusterName, endpointAddress, listenerName } from './naming.js';
 import { formatSummary, loadProfile, summarize, type ProfileSummary, type Window } from './profile.js';
@@ -38,6 +38,8 @@ interface Options {
   editTimeoutS: number;
   /** Matrix: a run's phases get at most what is left of this many seconds from its start. */
   runLimitS?: number;
+  /** The daemon build under test (set by main). */
+  build?: DaemonBuild;
   quietMs: number;
   settleMs: number;
   budgetS: number;
@@ -177,10 +179,11 @@ class DriverProcess {
   private waiter: (() => void) | undefined;
   private exitInfo: string | undefined;
 
-  constructor() {
+  /** `driverJs`: the driver in the snapshot (see snapshotDaemon). */
+  constructor(driverJs: string) {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'NODE_OPTIONS') env[k] = v;
-    this.child = fork(join(HERE, 'driver.js'), [], { env, execArgv: ['--max-old-space-size=4096'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(driverJs, [], { env, execArgv: ['--max-old-space-size=4096'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.child.on('message', (m: DriverEvent) => {
       this.queue.push(m);
       this.waiter?.();
@@ -260,6 +263,7 @@ export interface RunResult {
   readonly services: number;
   readonly clients: number;
   readonly hotPercent?: number;
+  readonly build?: DaemonBuild;
   readonly error?: string;
   readonly readyMs?: number;
   readonly initial?: InitialResult & { p50Ms: number; p99Ms: number; maxMs: number };
@@ -343,10 +347,12 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
   let driver: DriverProcess | undefined;
   const partial: { -readonly [K in keyof RunResult]?: RunResult[K] } = {};
   let error: string | undefined;
+  let killDaemon: (() => void) | undefined;
   try {
     const t0 = nowUs();
+    if (!o.build) throw new Error('no daemon snapshot');
     daemon = await Daemon.start({
-      repoRoot: REPO_ROOT,
+      daemonRoot: o.build.root,
       configDir,
       logFile: join(runDir, 'daemon.log'),
       env: o.daemonEnv,
@@ -354,7 +360,7 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
       readyTimeoutMs: o.readyTimeoutS * 1000,
     });
     const d = daemon;
-    const killDaemon = (): void => {
+    killDaemon = (): void => {
       try {
         process.kill(d.pid, 'SIGKILL');
       } catch {
@@ -375,7 +381,7 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
     const before: ProcSample = d.sample();
     partial.rssBefore = before.rss;
 
-    driver = new DriverProcess();
+    driver = new DriverProcess(join(o.build.root, 'bench', 'dist', 'xds', 'driver.js'));
     await driver.next('loaded', 30_000);
     const t1 = nowUs();
     const initialS = limit(o.initialTimeoutS);
@@ -444,7 +450,7 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
     if (daemon) {
       if (!daemon.running() && !error) error = `daemon exited unexpectedly; see ${daemon.logFile}`;
       await daemon.stop();
-      children.clear();
+      if (killDaemon) children.delete(killDaemon);
     }
   }
   if (profDir && daemon) {
@@ -458,7 +464,7 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
   }
   const keep = o.keep || o.cpuProf || error !== undefined;
   if (!keep) await rm(runDir, { recursive: true, force: true });
-  return { kind: o.kind, services, clients, hotPercent: o.hotPercent, ...partial, error, totalS: (Date.now() - started) / 1000, waitsS: waitsMs / 1000, runDir: keep ? runDir : undefined };
+  return { kind: o.kind, services, clients, hotPercent: o.hotPercent, build: o.build, ...partial, error, totalS: (Date.now() - started) / 1000, waitsS: waitsMs / 1000, runDir: keep ? runDir : undefined };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,6 +551,9 @@ function jsonOf(r: RunResult): Record<string, unknown> {
     grpc_hot_percent: r.kind === 'grpc' ? r.hotPercent : undefined,
     cores: cpus().length,
     node: process.version,
+    daemon_git: r.build?.gitHead,
+    daemon_src_dirty: r.build?.srcDirty,
+    daemon_snapshot: r.build?.fingerprint,
     ready_ms: round(r.readyMs),
     initial: r.initial && {
       wall_ms: round(r.initial.wallMs),
@@ -632,11 +641,25 @@ function summaryTable(results: ReadonlyArray<RunResult & { skipped?: string }>):
 
 // ---------------------------------------------------------------------------------------------
 
+function describeBuild(b: DaemonBuild): string {
+  const dirty = Number.isNaN(b.srcDirty) ? '' : b.srcDirty > 0 ? ` + ${b.srcDirty} uncommitted src/ file(s)` : ' (src/ clean)';
+  return `daemon: git ${b.gitHead}${dirty}, dist/ built ${b.builtAt}, snapshot ${b.fingerprint}`;
+}
+
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
-  if (!existsSync(join(REPO_ROOT, 'dist', 'cli', 'mesh-discovery.js'))) {
-    throw new Error(`${join(REPO_ROOT, 'dist', 'cli', 'mesh-discovery.js')} is missing: run \`npm run build\` first`);
+  const snapDir = await mkdtemp(join(tmpdir(), 'mesh-bench-xds-daemon-'));
+  children.add(() => rmSync(snapDir, { recursive: true, force: true }));
+  try {
+    o.build = await snapshotDaemon(REPO_ROOT, HERE, snapDir);
+    console.log(describeBuild(o.build));
+    await runAll(o);
+  } finally {
+    await rm(snapDir, { recursive: true, force: true });
   }
+}
+
+async function runAll(o: Options): Promise<void> {
   if (!o.matrix) {
     const r = await runOnce(o.services, o.clients, o);
     printRun(r);
@@ -671,6 +694,7 @@ async function main(): Promise<void> {
     results.push(r);
   }
   console.log(`\nxDS benchmark matrix — kind=${o.kind} (${cpus().length} cores, node ${process.version}); targets: 1000×2000 one-edit p99 ≤ 1 s, RSS ≤ 750 MB`);
+  if (o.build) console.log(describeBuild(o.build));
   console.log(summaryTable(results));
   console.log(JSON.stringify(results.map((r) => (r.skipped ? { bench: 'xds', kind: r.kind, services: r.services, clients: r.clients, skipped: r.skipped } : jsonOf(r)))));
   process.exitCode = results.some((r) => r.error) ? 1 : 0;
