@@ -290,7 +290,11 @@ function serviceDomains(svc: Service, port: number, proxyNs: string, domain: str
   return names.flatMap((n) => [n, `${n}:${port}`]);
 }
 
-function routes({ proxy, push, cache, names, settings }: GenerateInput): EncodedResource[] {
+function routes({ proxy, push, cache, names, settings }: GenerateInput): ReadonlyArray<EncodedResource> {
+  // Proxies of one scope asking for the same (shared) names get one list, so one response frame.
+  const memoKey = `rds-sidecar|${push.scopeKey(proxy)}|${objectId(names)}|${push.usesSourceMatch ? JSON.stringify(proxy.labels) : ''}`;
+  const memo = push.memo.get(memoKey) as ReadonlyArray<EncodedResource> | undefined;
+  if (memo) return memo;
   const out: EncodedResource[] = [];
   for (const name of names ?? []) {
     const port = Number(name);
@@ -326,6 +330,7 @@ function routes({ proxy, push, cache, names, settings }: GenerateInput): Encoded
       }),
     );
   }
+  push.memo.set(memoKey, out);
   return out;
 }
 
