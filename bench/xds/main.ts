@@ -270,6 +270,10 @@ export interface RunResult {
   readonly daemonCpuInitialS?: number;
   /** Cores used on average by other processes of the machine during the initial phase. */
   readonly otherCoresInitial?: number;
+  /** Last client complete → daemon idle (still processing the clients' last requests), ms. */
+  readonly busyAfterInitialMs?: number;
+  /** Daemon CPU from the first stream to idle after the initial phase. */
+  readonly daemonCpuUntilIdleS?: number;
   /** Longest `GET /ready` answer time during the initial phase, ms. */
   readonly maxReadyInitialMs?: number;
   readonly rssBefore?: number;
@@ -282,6 +286,8 @@ export interface RunResult {
   readonly heapSettled?: number;
   readonly externalBefore?: number;
   readonly externalSettled?: number;
+  /** V8 heap committed (nodejs_heap_size_total_bytes) after settling. */
+  readonly heapTotalSettled?: number;
   readonly bytesPerProxy?: number;
   readonly connectedMetric?: number;
   readonly editVs?: EditFigures;
@@ -295,6 +301,24 @@ export interface RunResult {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
+/**
+ * Waits until the daemon's CPU use over 500 ms falls below 0.1 core (it finished processing what
+ * the clients sent), at most `timeoutMs`. Resolves to how long that took, ms.
+ */
+async function waitIdle(d: Daemon, timeoutMs: number): Promise<number> {
+  const t0 = Date.now();
+  let prev = d.sample().cpuS;
+  let prevAt = Date.now();
+  for (;;) {
+    await sleep(500);
+    const cur = d.sample().cpuS;
+    const now = Date.now();
+    if ((cur - prev) / ((now - prevAt) / 1000) < 0.1 || now - t0 > timeoutMs) return now - t0;
+    prev = cur;
+    prevAt = now;
+  }
+}
 
 async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -375,7 +399,7 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
       return s.services >= services ? s : undefined;
     });
     await sleep(o.settleMs);
-    waitsMs += o.settleMs;
+    waitsMs += o.settleMs + (await waitIdle(d, 60_000));
     partial.heapBefore = await d.metric('nodejs_heap_size_used_bytes');
     partial.externalBefore = await d.metric('nodejs_external_memory_bytes');
     const before: ProcSample = d.sample();
@@ -389,8 +413,11 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
     const probeReady = d.responsiveness();
     driver.send({ cmd: 'start', addr: d.grpcAddr, kind: o.kind, clients, services, streamsPerChannel: o.streamsPerChannel, windowBytes: o.windowBytes, hotPercent: o.hotPercent, timeoutMs: initialS * 1000 });
     const { result: init } = await driver.next('initial', initialS * 1000 + 60_000);
-    windows.push({ label: 'initial', fromUs: t1, toUs: nowUs() });
     const after = d.sample();
+    // the daemon may still be working through what the clients sent last (their final ACKs)
+    partial.busyAfterInitialMs = await waitIdle(d, limit(120) * 1000);
+    partial.daemonCpuUntilIdleS = d.sample().cpuS - before.cpuS;
+    windows.push({ label: 'initial (until the daemon is idle)', fromUs: t1, toUs: nowUs() });
     const c = init.completionMs;
     partial.initial = { ...init, p50Ms: percentile(c, 50), p99Ms: percentile(c, 99), maxMs: c.length ? c[c.length - 1] : NaN };
     partial.daemonCpuInitialS = after.cpuS - before.cpuS;
@@ -404,10 +431,11 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
 
     // edit 1: weights of one VirtualService (RDS)
     await sleep(o.settleMs);
-    waitsMs += o.settleMs;
+    waitsMs += o.settleMs + (await waitIdle(d, 60_000));
     partial.rssSettled = d.sample().rss;
     partial.heapSettled = await d.metric('nodejs_heap_size_used_bytes');
     partial.externalSettled = await d.metric('nodejs_external_memory_bytes');
+    partial.heapTotalSettled = await d.metric('nodejs_heap_size_total_bytes');
     const vsIndex = 0;
     const t2 = nowUs();
     partial.editVs = await runEdit(
@@ -425,7 +453,7 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
 
     // edit 2: one endpoint address of one ServiceEntry (EDS)
     await sleep(o.settleMs);
-    waitsMs += o.settleMs;
+    waitsMs += o.settleMs + (await waitIdle(d, 60_000));
     // service 0 again: proxyless clients watching it hold its v1/v2 subset clusters (endpoint 0 is v1)
     const seIndex = 0;
     const newAddress = endpointAddress(seIndex, 3);
@@ -497,15 +525,16 @@ function printRun(r: RunResult): void {
     rows.push(
       ['initial: all clients complete (wall)', `${fmtSeconds(i.wallMs)} s (${i.complete}/${i.clients} complete, ${i.failedStreams} failed, streams opened in ${fmtSeconds(i.openMs)} s)`],
       ['initial: per client open → complete p50 / p99 / max', `${fmtSeconds(i.p50Ms)} / ${fmtSeconds(i.p99Ms)} / ${fmtSeconds(i.maxMs)} s`],
-      ['initial: daemon CPU', `${(r.daemonCpuInitialS ?? NaN).toFixed(2)} s (driver CPU ${i.driverCpuS.toFixed(2)} s; other processes ${(r.otherCoresInitial ?? NaN).toFixed(2)} cores)`],
+      ['initial: daemon CPU', `${(r.daemonCpuInitialS ?? NaN).toFixed(2)} s until all complete, ${(r.daemonCpuUntilIdleS ?? NaN).toFixed(2)} s until idle (driver CPU ${i.driverCpuS.toFixed(2)} s; other processes ${(r.otherCoresInitial ?? NaN).toFixed(2)} cores)`],
+      ['initial: daemon busy after the last client completed', `${fmtSeconds(r.busyAfterInitialMs ?? NaN)} s (processing the clients' last ACKs)`],
       ['initial: longest daemon /ready answer time', `${fmtSeconds(r.maxReadyInitialMs ?? NaN, 3)} s`],
       ['initial: responses by type', perType(i.responses)],
       ['initial: MB received by type', `cds ${fmtMB(i.bytes.cds)}  eds ${fmtMB(i.bytes.eds)}  lds ${fmtMB(i.bytes.lds)}  rds ${fmtMB(i.bytes.rds)}`],
       ['daemon RSS before clients / with clients / peak', `${fmtMB(r.rssBefore ?? NaN)} / ${fmtMB(r.rssAfter ?? NaN)} / ${fmtMB(r.rssPeak ?? NaN)} MB`],
       ['bytes per proxy (RSS delta / clients)', `${fmtKB(r.bytesPerProxy ?? NaN)} KB`],
       [
-        'after settling: RSS / V8 heap used / external',
-        `${fmtMB(r.rssSettled ?? NaN)} / ${fmtMB(r.heapSettled ?? NaN)} / ${fmtMB(r.externalSettled ?? NaN)} MB (before clients: heap ${fmtMB(r.heapBefore ?? NaN)}, external ${fmtMB(r.externalBefore ?? NaN)} MB; heap per proxy ${fmtKB(((r.heapSettled ?? NaN) - (r.heapBefore ?? NaN)) / r.clients)} KB)`,
+        'after settling: RSS / V8 heap used (committed) / external',
+        `${fmtMB(r.rssSettled ?? NaN)} / ${fmtMB(r.heapSettled ?? NaN)} (${fmtMB(r.heapTotalSettled ?? NaN)}) / ${fmtMB(r.externalSettled ?? NaN)} MB (before clients: heap ${fmtMB(r.heapBefore ?? NaN)}, external ${fmtMB(r.externalBefore ?? NaN)} MB; heap per proxy ${fmtKB(((r.heapSettled ?? NaN) - (r.heapBefore ?? NaN)) / r.clients)} KB)`,
       ],
       ['disc_xds (connected clients, daemon metric)', String(r.connectedMetric ?? NaN)],
     );
@@ -565,6 +594,8 @@ function jsonOf(r: RunResult): Record<string, unknown> {
       responses: r.initial.responses,
       bytes: r.initial.bytes,
       daemon_cpu_s: round(r.daemonCpuInitialS, 3),
+      daemon_cpu_until_idle_s: round(r.daemonCpuUntilIdleS, 3),
+      busy_after_ms: round(r.busyAfterInitialMs),
       driver_cpu_s: round(r.initial.driverCpuS, 3),
       other_cores: round(r.otherCoresInitial, 2),
       max_ready_ms: round(r.maxReadyInitialMs),
@@ -575,6 +606,7 @@ function jsonOf(r: RunResult): Record<string, unknown> {
     rss_settled_bytes: r.rssSettled,
     heap_used_before_bytes: r.heapBefore,
     heap_used_settled_bytes: r.heapSettled,
+    heap_total_settled_bytes: r.heapTotalSettled,
     external_before_bytes: r.externalBefore,
     external_settled_bytes: r.externalSettled,
     bytes_per_proxy: round(r.bytesPerProxy),
@@ -593,7 +625,7 @@ function round(x: number | undefined, digits = 1): number | undefined {
 
 function summaryTable(results: ReadonlyArray<RunResult & { skipped?: string }>): string {
   const rows = results.map((r) => {
-    if (r.skipped) return [`${r.kind} ${r.services}×${r.clients}`, `skipped: ${r.skipped}`];
+    if (r.skipped) return [`${r.kind} ${r.services}×${r.clients}`, ...Array<string>(14).fill('–'), `skipped: ${r.skipped}`];
     const i = r.initial;
     const v = r.editVs;
     const e = r.editEds;
