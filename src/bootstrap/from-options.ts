@@ -41,7 +41,6 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
       http10: env.DISC_HTTP10,
       httpDelayedCloseTimeoutMs: env.DISC_HTTP_DELAYED_CLOSE_TIMEOUT,
       gatewayStripHostPort: env.MESH_GATEWAY_STRIP_HOST_PORT,
-      routeCollapse: env.DISC_ENABLE_ROUTE_COLLAPSE_OPTIMIZATION,
     },
     ads: {
       pushThrottle: env.DISC_PUSH_THROTTLE,

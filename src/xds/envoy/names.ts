@@ -43,7 +43,6 @@ export const Filters = {
   cors: 'envoy.filters.http.cors',
   originalDst: 'envoy.filters.listener.original_dst',
   tlsInspector: 'envoy.filters.listener.tls_inspector',
-  httpInspector: 'envoy.filters.listener.http_inspector',
   tls: 'envoy.transport_sockets.tls',
   rawBuffer: 'envoy.transport_sockets.raw_buffer',
   httpProtocolOptions: 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',

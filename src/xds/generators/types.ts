@@ -12,7 +12,6 @@ export interface GeneratorSettings {
   readonly http10: boolean;
   readonly httpDelayedCloseTimeoutMs: number;
   readonly gatewayStripHostPort: boolean;
-  readonly routeCollapse: boolean;
 }
 
 export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
@@ -22,7 +21,6 @@ export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
   http10: false,
   httpDelayedCloseTimeoutMs: 1000,
   gatewayStripHostPort: false,
-  routeCollapse: true,
 });
 
 /** Everything a generator reads. Generators are pure functions of this input. */
