@@ -8,5 +8,7 @@ export default {
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/e2e/**/*.test.ts'],
   testTimeout: 60000,
+  globalSetup: '<rootDir>/test/support/global-setup.mjs',
+  globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
 };
