@@ -29,6 +29,11 @@ with_lock
 stop_pid kwok kube-scheduler kube-controller-manager kube-apiserver
 stop_pid etcd
 
+if [[ -f "$cluster_dir/pod-route" ]]; then
+  ip route del local "$(cat "$cluster_dir/pod-route")" dev lo 2>/dev/null || true
+  $keep && rm -f "$cluster_dir/pod-route"
+fi
+
 if $keep; then
   cluster_log "stopped; state kept in $cluster_dir"
 else

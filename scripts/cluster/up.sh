@@ -202,6 +202,18 @@ until [[ "$(api_curl /api/v1/nodes 2>/dev/null | node -e '
   sleep 0.3
 done
 
+# 5. Pod addresses reachable from this host: a local route for the pod range makes every simulated
+# pod's IP an address of this machine ("AnyIP"), so a test can play a pod's container by serving
+# its port on its IP. Needs root (CAP_NET_ADMIN); without it pod IPs stay unreachable and tests that
+# need them say so. The file pod-route records the route for down.sh.
+if [[ "$(id -u)" == 0 ]] && command -v ip >/dev/null 2>&1; then
+  if ip route replace local "$POD_CIDR" dev lo 2>/dev/null; then
+    printf '%s\n' "$POD_CIDR" >"$cluster_dir/pod-route"
+  else
+    cluster_log "could not add a local route for $POD_CIDR: pod IPs are not reachable from this host"
+  fi
+fi
+
 cluster_log "ready in $((SECONDS - t0))s ($((SECONDS - t_built))s after the build check): $SERVER"
 cluster_log "try: KUBECONFIG=$KUBECONFIG_PATH kubectl get nodes   (kubectl: scripts/cluster/build.sh kubectl)"
 printf '%s\n' "$KUBECONFIG_PATH"

@@ -18,6 +18,7 @@
  * `StartApiServerOptions.restartControllers` for how soon the cluster reacts again.
  */
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { homedir } from 'node:os';
@@ -231,4 +232,14 @@ export interface StartApiServerOptions {
 export async function startApiServer(opts: StartApiServerOptions = {}): Promise<void> {
   requireLocal('startApiServer');
   await runScript('apiserver.sh', opts.restartControllers ? ['start', '--restart-controllers'] : ['start']);
+}
+
+/**
+ * True when the local plane made simulated pods' IPs addresses of this host (scripts/cluster/up.sh
+ * adds a local route for the pod range when it runs as root), so a test can serve a pod's port on
+ * the pod's IP and real clients reach it. Always false on MESH_E2E_KUBECONFIG's cluster.
+ */
+export function podIpsReachable(): boolean {
+  if (process.env.MESH_E2E_KUBECONFIG) return false;
+  return existsSync(join(clusterDir(), 'pod-route'));
 }
