@@ -48,6 +48,10 @@ export interface BackendOptions {
    * Binary (`-bin`) keys are echoed base64-encoded.
    */
   readonly echoHeaders?: ReadonlyArray<string> | ((key: string) => boolean);
+  /** Address to listen on (default 127.0.0.1), e.g. a simulated pod's IP. */
+  readonly host?: string;
+  /** Port to listen on (default: one picked by the system). */
+  readonly port?: number;
 }
 
 export interface Backend {
@@ -82,7 +86,7 @@ function selectHeaders(metadata: grpc.Metadata, keep: (key: string) => boolean):
   return out;
 }
 
-/** Starts an Echo backend on 127.0.0.1 with a port picked by the system. */
+/** Starts an Echo backend, by default on 127.0.0.1 with a port picked by the system. */
 export async function startBackend(name: string, options: BackendOptions = {}): Promise<Backend> {
   const keep = headerSelector(options.echoHeaders);
   let received = 0;
@@ -106,9 +110,9 @@ export async function startBackend(name: string, options: BackendOptions = {}): 
   };
   server.addService(echoServiceDefinition, { Echo: echo as grpc.UntypedHandleCall });
 
-  const host = '127.0.0.1';
+  const host = options.host ?? '127.0.0.1';
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:0`, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
+    server.bindAsync(`${host}:${options.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
   });
 
   let stopped: Promise<void> | undefined;

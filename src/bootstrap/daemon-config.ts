@@ -27,4 +27,14 @@ export interface DaemonConfig {
   readonly generator: GeneratorSettings;
   readonly ads: Omit<AdsOptions, 'controlPlaneId'>;
   readonly podName: string;
+  /** The Kubernetes side, used with `--registries Cluster`. */
+  readonly cluster: {
+    readonly kubeconfig: string;
+    readonly qps: number;
+    readonly burst: number;
+    readonly resyncMs: number;
+    readonly useEndpointSlices: boolean;
+    readonly edsForHeadless: boolean;
+    readonly selectWorkloadEntries: boolean;
+  };
 }

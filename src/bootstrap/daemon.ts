@@ -23,6 +23,7 @@ import { ResourceCache } from '../xds/cache.js';
 import { generatorsFor } from './generators.js';
 import type { DaemonConfig } from './daemon-config.js';
 import { MeshConfigWatcher } from './mesh-config.js';
+import { createClusterSide } from './cluster.js';
 
 export interface RunningDaemon {
   readonly grpcPort: number;
@@ -46,9 +47,6 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const metrics = createMetrics();
   const info = getBuildInfo();
   metrics.build.set({ component: 'meshd', tag: info.version }, 1);
-  if (cfg.registries.includes('Cluster')) {
-    throw new Error('--registries Cluster: the Kubernetes registry is not available in this build; use --registries Mock with --configDir');
-  }
 
   // Config sources
   const store = new MemoryConfigStore();
@@ -59,15 +57,31 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       `config rejected: ${r.origin}${r.kind ? ` ${r.kind}` : ''}${r.name ? ` ${r.namespace ? `${r.namespace}/` : ''}${r.name}` : ''}: ${r.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
     );
   };
-  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject }) : undefined;
-  if (fileSource) await fileSource.start();
-  else store.markSynced();
-
   const meshConfig = new MeshConfigWatcher(cfg.meshConfigFile, { domain: cfg.domain, clusterId: cfg.clusterId }, logs.main);
   const mesh = await meshConfig.load();
 
+  // With --registries Cluster the config kinds come from the CRDs, unless --configDir replaces them.
+  const useCluster = cfg.registries.includes('Cluster');
+  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject }) : undefined;
+  if (fileSource) await fileSource.start();
+  else if (!useCluster) store.markSynced();
+  const cluster = useCluster
+    ? createClusterSide(
+        { ...cfg.cluster, clusterId: cfg.clusterId, domain: cfg.domain, trustDomain: mesh.trustDomain, configFromCrds: !fileSource },
+        store,
+        metrics,
+        logs.source,
+        onReject,
+      )
+    : undefined;
+  if (cluster) {
+    logs.main.info('waiting for the cluster caches to sync');
+    await cluster.start();
+  }
+
   // Registries
   const registries: ServiceRegistry[] = [];
+  if (cluster) registries.push(cluster.registry);
   if (cfg.registries.includes('Mock')) registries.push(new MockRegistry(cfg.domain, cfg.clusterId));
   registries.push(new ServiceEntryRegistry(store, cfg.domain, cfg.clusterId));
   const registry = new AggregateRegistry(registries);
@@ -149,6 +163,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       logs.main.info({ within: `${cfg.shutdownMs}ms` }, 'shutting down');
       model.stop();
       fileSource?.stop();
+      await cluster?.stop();
       meshConfig.stop();
       registry.stop();
       ads.close();

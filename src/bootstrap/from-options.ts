@@ -51,5 +51,14 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
       distributionTracking: env.DISC_ENABLE_CONFIG_DISTRIBUTION_TRACKING,
     },
     podName: env.POD_NAME ?? '',
+    cluster: {
+      kubeconfig: o.clusterconfig,
+      qps: o.clusterApiQPS,
+      burst: o.clusterApiBurst,
+      resyncMs: o.resync,
+      useEndpointSlices: env.DISC_USE_ENDPOINT_SLICE,
+      edsForHeadless: env.DISC_ENABLE_EDS_FOR_HEADLESS_SERVICES,
+      selectWorkloadEntries: env.DISC_ENABLE_CLUSTER_SELECT_WORKLOAD_ENTRIES,
+    },
   };
 }

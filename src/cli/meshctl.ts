@@ -2,17 +2,22 @@
 /**
  * `meshctl`: the mesh operator utility. Its commands live in src/cli/meshctl/commands/, one
  * module each; this file adds the global flags, registers the commands and runs the program.
+ * Settings (global flags, environment, the MESHCONFIG file) are described in meshctl/env.ts.
  */
 import { Command } from 'commander';
 import { COMMANDS } from './meshctl/commands/index.js';
-import { globalOptions, registerGlobalFlags } from './meshctl/global-flags.js';
+import { globalOptions, loadSettings, registerGlobalFlags } from './meshctl/global-flags.js';
 import { createCli, isMain, processIO, runCli, type Cli, type CliIO } from './runner.js';
 
 export function buildMeshctl(cli: Cli): Command {
   const program = new Command('meshctl').description('Operator utility to install, inspect and debug a service mesh.');
   registerGlobalFlags(program, cli.io.env);
-  // Check the global flags once, before any command runs.
-  program.hook('preAction', (_program, action) => void globalOptions(action));
+  // Before any command runs: read the environment and the MESHCONFIG file, and check the global
+  // flags, so that a bad value fails every command the same way.
+  program.hook('preAction', async (_program, action) => {
+    await loadSettings(action);
+    globalOptions(action);
+  });
   for (const register of COMMANDS) register(program, cli);
   return program;
 }

@@ -15,13 +15,45 @@ export interface CliIO {
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** True when standard output is a terminal (colour is allowed); absent means no. */
+  readonly isTTY?: boolean;
+  /** All of standard input as UTF-8 text (for `-f -`); absent when there is none to read. */
+  readonly readStdin?: () => Promise<string>;
+  /**
+   * Shows `prompt` and reads one line typed by the user (for confirmations); present only when
+   * standard input is a terminal.
+   */
+  readonly readLine?: (prompt: string) => Promise<string>;
+}
+
+/** One line from a terminal on standard input, after `prompt` on standard output. */
+async function readTerminalLine(prompt: string): Promise<string> {
+  const { createInterface } = await import('node:readline/promises');
+  const rl = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    return await rl.question(prompt);
+  } finally {
+    rl.close();
+  }
+}
+
+/** Reads a stream to its end as UTF-8 text. */
+export async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 export function processIO(): CliIO {
+  let stdin: Promise<string> | undefined;
   return {
     out: (text) => void process.stdout.write(text),
     err: (text) => void process.stderr.write(text),
     env: process.env,
+    isTTY: process.stdout.isTTY === true,
+    // Read once: a second `-f -` sees the same text.
+    readStdin: () => (stdin ??= readAll(process.stdin)),
+    readLine: process.stdin.isTTY === true ? readTerminalLine : undefined,
   };
 }
 

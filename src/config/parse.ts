@@ -62,6 +62,14 @@ export function parseConfigDocuments(text: string, origin: string, defaultNamesp
   return { objects, rejections };
 }
 
+/**
+ * Validates one already-decoded object (e.g. from the Kubernetes API) exactly as a document of a
+ * file: kind and apiVersion, metadata, the spec schema and the semantic checks.
+ */
+export function parseConfigObject(value: unknown, origin: string, defaultNamespace: string): ConfigObject | ConfigRejection {
+  return buildObject(value, origin, defaultNamespace);
+}
+
 /** undefined for an empty document (only comments, or a trailing `---`). */
 function parseDocument(doc: Document.Parsed, origin: string, defaultNamespace: string): ConfigObject | ConfigRejection | undefined {
   if (doc.errors.length > 0) {

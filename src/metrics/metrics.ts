@@ -44,11 +44,17 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     cacheEvictions: new Counter({ name: 'xds_cache_evictions', help: 'xDS cache evictions.', labelNames: ['type'], registers: r }),
     cacheSize: new Gauge({ name: 'xds_cache_size', help: 'Current xDS cache size.', registers: r }),
     endpointNotReady: new Gauge({ name: 'disc_endpoint_not_ready', help: 'Endpoints found unready.', registers: r }),
+    controllerSyncErrors: new Counter({ name: 'controller_sync_errors_total', help: 'Errors syncing controllers.', registers: r }),
     clusterRegistryEvents: new Counter({ name: 'disc_cluster_reg_events', help: 'Events from the cluster registry.', labelNames: ['type', 'event'], registers: r }),
     clusterEndpointsPendingPod: new Gauge({ name: 'disc_cluster_endpoints_pending_pod', help: 'Endpoints with no corresponding pod yet.', registers: r }),
     clusterEndpointsWithNoPods: new Counter({ name: 'disc_cluster_endpoints_with_no_pods', help: 'Endpoints without any corresponding pod.', registers: r }),
     endpointNoPod: new Gauge({ name: 'endpoint_no_pod', help: 'Endpoints without a pod.', registers: r }),
     noIp: new Gauge({ name: 'disc_no_ip', help: 'Pods absent from the endpoint table, possibly invalid.', registers: r }),
+    autoRegistrationSuccess: new Counter({ name: 'auto_registration_success_total', help: 'Successful auto-registrations.', registers: r }),
+    autoRegistrationUpdates: new Counter({ name: 'auto_registration_updates_total', help: 'Auto-registration updates.', registers: r }),
+    autoRegistrationUnregister: new Counter({ name: 'auto_registration_unregister_total', help: 'Unregistrations.', registers: r }),
+    autoRegistrationDeletes: new Counter({ name: 'auto_registration_deletes_total', help: 'Auto-registrations cleaned up by the periodic timer.', registers: r }),
+    autoRegistrationErrors: new Counter({ name: 'auto_registration_errors_total', help: 'Auto-registration errors.', registers: r }),
   };
   return m;
 }

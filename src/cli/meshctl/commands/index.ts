@@ -6,8 +6,18 @@
 import type { Command } from 'commander';
 import type { Cli } from '../../runner.js';
 import { register as completion } from './completion.js';
+import { register as experimental } from './experimental.js';
+import { register as install } from './install.js';
+import { register as manifest } from './manifest.js';
+import { register as operator } from './operator.js';
+import { register as options } from './options.js';
+import { register as profile } from './profile.js';
+import { register as tag } from './tag.js';
+import { register as upgrade } from './upgrade.js';
+import { register as validate } from './validate.js';
+import { register as verifyInstall } from './verify-install.js';
 import { register as version } from './version.js';
 
 export type RegisterCommand = (program: Command, cli: Cli) => Command;
 
-export const COMMANDS: readonly RegisterCommand[] = [completion, version];
+export const COMMANDS: readonly RegisterCommand[] = [completion, experimental, install, manifest, operator, options, profile, tag, upgrade, validate, verifyInstall, version];

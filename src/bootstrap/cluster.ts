@@ -1,0 +1,143 @@
+/**
+ * The daemon's Kubernetes side (`--registries Cluster`): one client (`--clusterconfig`, else
+ * KUBECONFIG, else in-cluster; `--clusterApiQPS`/`--clusterApiBurst`), the informers the Cluster
+ * registry reads (Services, EndpointSlices or Endpoints, Pods, Nodes, Namespaces), the registry
+ * itself, and — unless `--configDir` replaces it — the CRD config source feeding the store.
+ * `start()` resolves once every cache has loaded its first list; the daemon reports ready only then.
+ */
+import type { V1Endpoints, V1EndpointSlice, V1Namespace, V1Node, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { KubeConfigSource } from '../config/kube-source.js';
+import type { MemoryConfigStore } from '../config/store.js';
+import type { ConfigRejection } from '../config/types.js';
+import { KubeClient } from '../kube/client.js';
+import { dropManagedFields, Informer, resourceRef, type InformerPhase } from '../kube/informer.js';
+import type { KubeObject } from '../kube/types.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { clusterRegistryMetrics } from '../registry/kube/metrics.js';
+import { KubeRegistry } from '../registry/kube/registry.js';
+
+export interface ClusterOptions {
+  readonly kubeconfig: string;
+  readonly qps: number;
+  readonly burst: number;
+  readonly resyncMs: number;
+  readonly clusterId: string;
+  readonly domain: string;
+  readonly trustDomain: string;
+  /** Read config kinds from the CRDs (false when `--configDir` is the config source). */
+  readonly configFromCrds: boolean;
+  readonly useEndpointSlices: boolean;
+  readonly edsForHeadless: boolean;
+  readonly selectWorkloadEntries: boolean;
+}
+
+export interface ClusterSide {
+  readonly client: KubeClient;
+  readonly registry: KubeRegistry;
+  /** Resolves once every informer synced (the registry is started then). */
+  start(signal?: AbortSignal): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Strips what the registry never reads, so the caches stay small. */
+function slimPod(pod: V1Pod): V1Pod {
+  const p = dropManagedFields(pod);
+  return {
+    apiVersion: p.apiVersion,
+    kind: p.kind,
+    metadata: p.metadata,
+    spec: p.spec ? { serviceAccountName: p.spec.serviceAccountName, nodeName: p.spec.nodeName, hostNetwork: p.spec.hostNetwork, containers: [] } : undefined,
+    status: p.status ? { phase: p.status.phase, podIP: p.status.podIP, podIPs: p.status.podIPs, conditions: p.status.conditions } : undefined,
+  };
+}
+
+function slimNode(node: V1Node): V1Node {
+  const n = dropManagedFields(node);
+  return { apiVersion: n.apiVersion, kind: n.kind, metadata: n.metadata };
+}
+
+export function createClusterSide(
+  opts: ClusterOptions,
+  store: MemoryConfigStore,
+  metrics: Metrics,
+  log: Logger,
+  onReject: (r: ConfigRejection) => void,
+): ClusterSide {
+  const { client, loaded } = KubeClient.create({
+    kubeconfig: opts.kubeconfig || undefined,
+    qps: opts.qps,
+    burst: opts.burst,
+    userAgent: 'mesh-discovery',
+  });
+  log.info({ source: loaded.source, server: loaded.server }, `Kubernetes API server ${loaded.server} (${loaded.source})`);
+
+  const onError =
+    (what: string) =>
+    (err: Error, phase: InformerPhase): void => {
+      metrics.controllerSyncErrors.inc();
+      log.warn({ informer: what, phase, err: err.message }, `${what} informer: ${phase}: ${err.message} (retrying)`);
+    };
+  const informer = <T extends KubeObject>(apiVersion: string, plural: string, kind: string, namespaced: boolean, transform?: (o: T) => T): Informer<T> =>
+    new Informer<T>(client, {
+      resource: resourceRef(apiVersion, plural, { namespaced, kind }),
+      transform: transform ?? dropManagedFields,
+      resyncMs: opts.resyncMs,
+      name: plural,
+      onError: onError(kind),
+    });
+
+  const services = informer<V1Service>('v1', 'services', 'Service', true);
+  const useSlices = opts.useEndpointSlices;
+  const endpointSlices = useSlices ? informer<V1EndpointSlice>('discovery.k8s.io/v1', 'endpointslices', 'EndpointSlice', true) : undefined;
+  const endpoints = useSlices ? undefined : informer<V1Endpoints>('v1', 'endpoints', 'Endpoints', true);
+  const pods = informer<V1Pod>('v1', 'pods', 'Pod', true, slimPod);
+  const nodes = informer<V1Node>('v1', 'nodes', 'Node', false, slimNode);
+  const namespaces = informer<V1Namespace>('v1', 'namespaces', 'Namespace', false);
+  /** Start, wait and stop: what the daemon does with every informer, whatever its object type. */
+  interface Lifecycle {
+    start(): void;
+    waitForSync(opts: { readonly signal?: AbortSignal }): Promise<void>;
+    stop(): Promise<void>;
+  }
+  const informers: Lifecycle[] = [services, endpointSlices, endpoints, pods, nodes, namespaces].filter((i): i is NonNullable<typeof i> => i !== undefined);
+
+  const registry = new KubeRegistry({ services, endpointSlices, endpoints, pods, nodes, namespaces }, store, {
+    clusterId: opts.clusterId,
+    domain: opts.domain,
+    trustDomain: opts.trustDomain,
+    useEndpointSlices: opts.useEndpointSlices,
+    edsForHeadless: opts.edsForHeadless,
+    selectWorkloadEntries: opts.selectWorkloadEntries,
+    metrics: clusterRegistryMetrics(metrics),
+  });
+
+  const configSource = opts.configFromCrds
+    ? new KubeConfigSource({
+        client,
+        store,
+        onReject,
+        onError: (err, kind) => {
+          metrics.controllerSyncErrors.inc();
+          log.warn({ kind, err: err.message }, `config informer: ${err.message} (retrying)`);
+        },
+      })
+    : undefined;
+
+  return {
+    client,
+    registry,
+    async start(signal) {
+      const t0 = Date.now();
+      for (const i of informers) i.start();
+      const sources = [...informers.map((i) => i.waitForSync({ signal })), ...(configSource ? [configSource.start({ signal })] : [])];
+      await Promise.all(sources);
+      await registry.start();
+      log.info({ ms: Date.now() - t0, services: registry.services().length }, `cluster caches synced in ${Date.now() - t0} ms`);
+    },
+    async stop() {
+      registry.stop();
+      await Promise.all([...informers.map((i) => i.stop()), configSource?.stop()]);
+    },
+  };
+}

@@ -1,0 +1,19 @@
+/**
+ * `meshctl experimental` (alias `x`, spec part 1): experimental commands. Each subcommand module
+ * exports `register(parent, cli)` and is added to EXPERIMENTAL_COMMANDS; keep this a plain list of
+ * registrations.
+ */
+import type { Command } from 'commander';
+import type { Cli } from '../../runner.js';
+import { register as precheck } from './precheck.js';
+import { register as revision } from './revision.js';
+import { register as uninstall } from './uninstall.js';
+import type { RegisterCommand } from './index.js';
+
+export const EXPERIMENTAL_COMMANDS: readonly RegisterCommand[] = [precheck, revision, uninstall];
+
+export function register(program: Command, cli: Cli): Command {
+  const x = program.command('experimental').alias('x').description('Experimental commands that may be modified or deprecated.');
+  for (const add of EXPERIMENTAL_COMMANDS) add(x, cli);
+  return x;
+}

@@ -1,0 +1,82 @@
+/**
+ * Shared helpers of the Kubernetes tests: a client of the local control plane, a namespace per
+ * test file, the project's CRDs applied with server-side apply, and waiting for a condition.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+import { KubeClient, type KubeClientOptions } from '../../src/kube/client.js';
+import type { InformerEvent, KubeObject } from '../../src/kube/types.js';
+import { ensureCluster, readKubeconfig, type KubeconfigCredentials, type LocalCluster } from '../support/cluster.js';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface KubeTestEnv {
+  readonly cluster: LocalCluster;
+  readonly creds: KubeconfigCredentials;
+  readonly client: KubeClient;
+}
+
+/** The local control plane and an unthrottled client of it. */
+export async function kubeTestEnv(options: KubeClientOptions = {}): Promise<KubeTestEnv> {
+  const cluster = await ensureCluster();
+  const creds = await readKubeconfig(cluster.kubeconfig);
+  const { client } = KubeClient.create({ kubeconfig: cluster.kubeconfig, qps: 0, ...options });
+  return { cluster, creds, client };
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(3).toString('hex')}`;
+}
+
+export async function createNamespace(client: KubeClient, prefix: string): Promise<string> {
+  const name = uniqueName(prefix);
+  await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { 'mesh.io/test': 'kube' } } });
+  return name;
+}
+
+export async function deleteNamespace(client: KubeClient, name: string | undefined): Promise<void> {
+  if (name) await client.delete({ apiVersion: 'v1', kind: 'Namespace', name }).catch(() => undefined);
+}
+
+interface Crd extends KubeObject {
+  readonly status?: { readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string }> };
+}
+
+/** Applies crds/all.yaml (server-side apply) and waits until every CRD is Established. */
+export async function applyMeshCrds(client: KubeClient): Promise<void> {
+  const text = await readFile(join(repoRoot, 'crds', 'all.yaml'), 'utf8');
+  const crds = parseAllDocuments(text)
+    .map((d) => d.toJS() as Crd | null)
+    .filter((d): d is Crd => d !== null && d.kind === 'CustomResourceDefinition');
+  await Promise.all(crds.map((crd) => client.applyObject(crd, { fieldManager: 'mesh-tests', force: true })));
+  await until('the mesh CRDs to be established', async () => {
+    const states = await Promise.all(
+      crds.map((crd) => client.get<Crd>({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: crd.metadata?.name ?? '' })),
+    );
+    return states.every((s) => s.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'));
+  }, 60_000);
+}
+
+/** Polls `probe` until it returns something truthy. */
+export async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Informer events as `type name` lines (`update name` for updates; resyncs marked). */
+export function describeEvent(e: InformerEvent<KubeObject>): string {
+  const name = e.object.metadata?.name ?? '?';
+  return e.type === 'update' && e.resync ? `resync ${name}` : `${e.type} ${name}`;
+}
+
+export function configMap(namespace: string, name: string, data: Record<string, string>, labels: Record<string, string> = {}): KubeObject & { data: Record<string, string> } {
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace, labels }, data };
+}
