@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import {
   APISERVER_RESTART_TIMEOUT_MS,
   ensureCluster,
+  kubeRequest,
   podIpsReachable,
   readKubeconfig,
   startApiServer,
@@ -84,7 +85,12 @@ beforeAll(async () => {
   await apply(creds, vs({ v1: 80, v2: 20 }) as never);
   await pollUntil(async () => (await readyAddresses(creds, ns, 'echo')).length === 3, { timeoutMs: 60_000, what: '3 ready endpoints in the slices' });
   if (podIpsReachable()) pods = await playPods(creds, ns, 'app=echo', 7070, 50);
-  daemon = await startDaemon({ registries: 'Cluster', args: ['--clusterconfig', kubeconfig, '--resync', '10s'], readyTimeoutMs: 60_000 });
+  daemon = await startDaemon({
+    registries: 'Cluster',
+    args: ['--clusterconfig', kubeconfig, '--resync', '10s'],
+    env: { DISC_ENABLE_STATUS: 'true', DISC_ENABLE_ANALYSIS: 'true', POD_NAMESPACE: ns, POD_NAME: 'meshd-e2e-0' },
+    readyTimeoutMs: 60_000,
+  });
   client = await startXdsClient({ xdsAddr: daemon.grpcAddr, nodeId: `sidecar~198.18.255.1~client.${ns}~${ns}.svc.cluster.local` });
 }, 180_000);
 
@@ -117,6 +123,22 @@ describe('Cluster registry', () => {
       expect(e.serviceAccount).toBe(`spiffe://cluster.local/ns/${ns}/sa/default`);
     }
   });
+
+  it('writes a Reconciled condition with the observed generation into the VirtualService status', async () => {
+    interface Stored {
+      metadata: { generation: number };
+      status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string }>; validationMessages?: unknown[] };
+    }
+    const vsPath = `/apis/networking.mesh.io/v1/namespaces/${ns}/virtualservices/echo`;
+    const stored = await pollUntil(
+      async () => {
+        const obj = (await kubeRequest(creds, 'GET', vsPath)).body as Stored;
+        return obj.status?.observedGeneration === obj.metadata.generation && obj.status?.conditions?.some((c) => c.type === 'Reconciled' && c.status === 'True') ? obj : undefined;
+      },
+      { timeoutMs: 30_000, what: 'status Reconciled on the VirtualService', diagnostics },
+    );
+    expect(stored.status?.validationMessages ?? []).toEqual([]);
+  }, 60_000);
 
   routing('routes 80/20 between the Deployments as the VirtualService says', async () => {
     await client!.callUntil(TARGET, { count: 30 }, (r) => r.failed === 0 && Object.keys(byVersion(r)).length === 2, 30_000, 'both versions to answer');

@@ -1,3 +1,4 @@
+import type { DaemonEnv } from '../config/daemon-env.js';
 import type { ListenAddr as ListenAddress } from '../config/discovery-flags.js';
 import type { FeatureFlags } from '../model/push-context.js';
 import type { GeneratorSettings } from '../xds/generators/types.js';
@@ -27,6 +28,8 @@ export interface DaemonConfig {
   readonly generator: GeneratorSettings;
   readonly ads: Omit<AdsOptions, 'controlPlaneId'>;
   readonly podName: string;
+  /** The environment as parsed, for the parts that read many variables (controllers). */
+  readonly env: DaemonEnv;
   /** The Kubernetes side, used with `--registries Cluster`. */
   readonly cluster: {
     readonly kubeconfig: string;

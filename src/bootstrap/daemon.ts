@@ -24,6 +24,7 @@ import { generatorsFor } from './generators.js';
 import type { DaemonConfig } from './daemon-config.js';
 import { MeshConfigWatcher } from './mesh-config.js';
 import { createClusterSide } from './cluster.js';
+import { createDaemonControllers } from '../controllers/daemon-controllers.js';
 
 export interface RunningDaemon {
   readonly grpcPort: number;
@@ -122,6 +123,22 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   });
   model.onPush((req) => ads.push(req));
 
+  // Controllers that write back to the cluster: status (leader only), distribution tracking,
+  // workload-entry auto-registration (src/controllers/daemon-controllers.ts).
+  const controllers = cluster
+    ? createDaemonControllers({
+        env: cfg.env,
+        client: cluster.client,
+        store,
+        registry,
+        model,
+        mesh: () => model.meshSettings(),
+        metrics,
+        logs: { status: logs.source, wle: logs.source, leader: logs.main },
+      })
+    : undefined;
+  await controllers?.start();
+
   const server = new grpc.Server({
     'grpc.max_concurrent_streams': cfg.grpcMaxStreams,
     'grpc.max_receive_message_length': cfg.grpcMaxRecvMsgSize,
@@ -161,6 +178,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     stopping ??= (async () => {
       ready = false;
       logs.main.info({ within: `${cfg.shutdownMs}ms` }, 'shutting down');
+      await controllers?.stop();
       model.stop();
       fileSource?.stop();
       await cluster?.stop();

@@ -51,6 +51,7 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
       distributionTracking: env.DISC_ENABLE_CONFIG_DISTRIBUTION_TRACKING,
     },
     podName: env.POD_NAME ?? '',
+    env,
     cluster: {
       kubeconfig: o.clusterconfig,
       qps: o.clusterApiQPS,
