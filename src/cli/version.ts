@@ -13,6 +13,8 @@ export type VersionOutput = '' | (typeof VERSION_OUTPUTS)[number];
 /** What `-o yaml|json` prints; later components (a control plane's version) join as more keys. */
 export interface VersionDocument {
   readonly clientVersion: BuildInfo;
+  /** meshctl with --remote: the control plane's meshd deployments and their versions. */
+  readonly meshVersion?: ReadonlyArray<{ readonly deployment: string; readonly revision: string; readonly version: string; readonly readyReplicas: number }>;
 }
 
 export function parseVersionOutput(value: unknown): VersionOutput {

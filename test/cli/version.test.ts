@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { main as meshDiscovery } from '../../src/cli/mesh-discovery.js';
 import { main as meshctl } from '../../src/cli/meshctl.js';
-import { REMOTE_UNAVAILABLE } from '../../src/cli/meshctl/commands/version.js';
+import { ensureCluster, kubeRequest, readKubeconfig } from '../support/cluster.js';
 import { getBuildInfo } from '../../src/version/build-info.js';
 import { captureIO } from './capture.js';
 import { REPO_ROOT } from './spec-tables.js';
@@ -69,12 +69,40 @@ describe('mesh-discovery version', () => {
 });
 
 describe('meshctl version', () => {
-  it('reports that the control plane cannot be checked yet, unless --remote=false', async () => {
-    const remote = await run(meshctl, ['version', '--short']);
-    expect(remote).toEqual({ code: 0, stdout: `client version: ${pkgVersion}\n`, stderr: `${REMOTE_UNAVAILABLE}\n` });
-    const local = await run(meshctl, ['version', '--remote=false', '-s']);
+  it('reports an unreachable control plane on stderr and still prints the client version; --remote=false skips it', async () => {
+    const missing = path.join(os.tmpdir(), `no-such-kubeconfig-${process.pid}`);
+    const remote = await run(meshctl, ['version', '--short', '-c', missing]);
+    expect(remote.code).toBe(0);
+    expect(remote.stdout).toBe(`client version: ${pkgVersion}\n`);
+    expect(remote.stderr).toMatch(/^control plane version: not available \(.*no-such-kubeconfig/);
+    const local = await run(meshctl, ['version', '--remote=false', '-s', '-c', missing]);
     expect(local).toEqual({ code: 0, stdout: `${pkgVersion}\n`, stderr: '' });
   });
+
+  it('reads the control plane version from the meshd Deployments of the mesh namespace', async () => {
+    const cluster = await ensureCluster();
+    const creds = await readKubeconfig(cluster.kubeconfig);
+    const ns = `cli-version-${process.pid}`;
+    await kubeRequest(creds, 'POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    try {
+      const labels = { app: 'meshd', 'mesh.io/rev': 'canary' };
+      const res = await kubeRequest(creds, 'POST', `/apis/apps/v1/namespaces/${ns}/deployments`, {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'meshd-canary', labels },
+        spec: { replicas: 0, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'discovery', image: 'registry.example/mesh/meshd:1.4.2' }] } } },
+      });
+      expect(res.status).toBe(201);
+      const r = await run(meshctl, ['version', '-c', cluster.kubeconfig, '-i', ns, '--short']);
+      expect(r).toEqual({ code: 0, stdout: `client version: ${pkgVersion}\ncontrol plane version: 1.4.2\n`, stderr: '' });
+      const json = await run(meshctl, ['version', '-c', cluster.kubeconfig, '-i', ns, '-o', 'json']);
+      expect(JSON.parse(json.stdout).meshVersion).toEqual([{ deployment: `${ns}/meshd-canary`, revision: 'canary', version: '1.4.2', readyReplicas: 0 }]);
+      const other = await run(meshctl, ['version', '-c', cluster.kubeconfig, '-i', ns, '-r', 'stable', '--short']);
+      expect(other.stderr).toBe(`control plane version: no meshd found in namespace ${ns} for revision stable\n`);
+    } finally {
+      await kubeRequest(creds, 'DELETE', `/api/v1/namespaces/${ns}`);
+    }
+  }, 60_000);
 
   it('accepts the global flags and -r', async () => {
     const r = await run(meshctl, ['--context', 'kind', 'version', '-o', 'json', '--remote=false', '-r', 'canary', '-i', 'mesh-x']);
