@@ -116,6 +116,10 @@ describe('generated Envoy config passes Envoy validation and integrity checks', 
     expect(report.counts.clusters).toBeGreaterThan(8);
     expect(report.counts.listeners).toBeGreaterThan(4);
     expect(report.counts.routes).toBeGreaterThanOrEqual(2);
+    // services with a VIP have their own route configuration (a filter chain per VIP), the rest share `<port>`
+    expect(report.resources['type.googleapis.com/envoy.config.route.v3.RouteConfiguration']).toEqual(
+      expect.arrayContaining(['echo.default.svc.cluster.local:7070', '7070']),
+    );
     expect(report.counts.endpoints).toBeGreaterThanOrEqual(5);
   }, 60_000);
 

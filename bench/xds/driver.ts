@@ -36,8 +36,13 @@ interface Watch {
   namesBlock: Buffer;
   version: string;
   nonce: string;
-  /** Content of the last ACKed response. */
+  /** Content of the last ACKed response that covered every subscribed name. */
   info: ResourceInfo | undefined;
+  /**
+   * EDS and RDS: names received since in responses that carried only some of the subscribed
+   * resources (the server sends only what changed; the client keeps the rest, as Envoy does).
+   */
+  extra: Set<string> | undefined;
 }
 
 const memo = new ResourceMemo();
@@ -67,6 +72,18 @@ function covers(info: ResourceInfo | undefined, names: ReadonlyArray<string>): b
   for (const n of names) if (!info.names.has(n)) return false;
   return true;
 }
+
+/** Whether the client holds every one of `names` of the watch (its full response plus partial ones since). */
+function holds(w: Watch | undefined, names: ReadonlyArray<string>): boolean {
+  if (names.length === 0) return true;
+  if (!w?.info) return false;
+  if (!w.extra) return covers(w.info, names);
+  for (const n of names) if (!w.info.names.has(n) && !w.extra.has(n)) return false;
+  return true;
+}
+
+/** EDS and RDS responses may carry only some of the subscribed resources (not full-state types). */
+const PARTIAL_TYPES: ReadonlySet<TypeKey> = new Set(['eds', 'rds']);
 
 /** What the edit window is looking for, and what it saw. */
 interface Window {
@@ -291,7 +308,7 @@ class SimClient {
     if (w && names && sameList(w.names, names)) return;
     if (!w && names && names.length === 0) return;
     if (!w) {
-      w = { names, namesBlock: namesBlock(names ?? EMPTY_NAMES), version: '', nonce: '', info: undefined };
+      w = { names, namesBlock: namesBlock(names ?? EMPTY_NAMES), version: '', nonce: '', info: undefined, extra: undefined };
       this.watches[type] = w;
     } else {
       w.names = names;
@@ -335,7 +352,15 @@ class SimClient {
     const info = memo.info(env);
     w.version = env.versionInfo;
     w.nonce = env.nonce;
-    w.info = info;
+    if (PARTIAL_TYPES.has(type) && w.info && w.names && !covers(info, w.names)) {
+      // a partial response: the client keeps what it had and adds these (grpc clients watch one
+      // route name, so their RDS responses are never partial and routeClusters stays whole)
+      w.extra ??= new Set();
+      for (const n of info.names) w.extra.add(n);
+    } else {
+      w.info = info;
+      w.extra = undefined;
+    }
     // subscriptions the response implies go out before its ACK, as Envoy does
     if (this.kind === 'sidecar') {
       if (type === 'cds') this.subscribe('eds', info.edsClusters);
@@ -359,14 +384,13 @@ class SimClient {
 
   private complete(): boolean {
     const cds = this.watches.cds?.info;
-    const eds = this.watches.eds?.info;
     const lds = this.watches.lds?.info;
     const rds = this.watches.rds?.info;
     if (!cds || !lds) return false;
-    if (this.kind === 'sidecar') return covers(eds, cds.edsClusters) && covers(rds, lds.routeNames);
+    if (this.kind === 'sidecar') return holds(this.watches.eds, cds.edsClusters) && holds(this.watches.rds, lds.routeNames);
     if (!lds.names.has(this.target!)) return false;
-    if (!rds || !covers(rds, lds.routeNames)) return false;
-    return covers(cds, rds.routeClusters) && covers(eds, cds.edsClusters);
+    if (!rds || !holds(this.watches.rds, lds.routeNames)) return false;
+    return covers(cds, rds.routeClusters) && holds(this.watches.eds, cds.edsClusters);
   }
 }
 

@@ -34,6 +34,8 @@ interface Options {
   streamsPerChannel: number;
   windowBytes: number;
   hotPercent: number;
+  /** ServiceEntries carry a virtual IP each. */
+  vips: boolean;
   initialTimeoutS: number;
   editTimeoutS: number;
   /** Matrix: a run's phases get at most what is left of this many seconds from its start. */
@@ -57,6 +59,7 @@ const USAGE = `usage: npm run bench:xds -- [options]
   --budget S              matrix: skip a run estimated to take longer than S seconds [300]
   --streams-per-channel K ADS streams per grpc-js channel (HTTP/2 connection) [100]
   --h2-window BYTES       HTTP/2 flow-control window of the client channels; 0 = Node's 64 KiB default [16777216]
+  --vips                  give every ServiceEntry a virtual IP (as ClusterIP services have); default: none
   --grpc-hot PCT          grpc: PCT% of the clients dial the edited service (more samples for the edit figures) [0]
   --timeout S             give up on the initial phase after S seconds [300]
   --edit-timeout S        give up on an edit after S seconds [180]
@@ -74,6 +77,7 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
     streamsPerChannel: 100,
     windowBytes: 16 * 1024 * 1024,
     hotPercent: 0,
+    vips: false,
     initialTimeoutS: 300,
     editTimeoutS: 180,
     quietMs: 1500,
@@ -125,6 +129,9 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
         o.hotPercent = v;
         break;
       }
+      case '--vips':
+        o.vips = true;
+        break;
       case '--timeout':
         o.initialTimeoutS = num(a, next());
         break;
@@ -263,6 +270,7 @@ export interface RunResult {
   readonly services: number;
   readonly clients: number;
   readonly hotPercent?: number;
+  readonly vips?: boolean;
   readonly build?: DaemonBuild;
   readonly error?: string;
   readonly readyMs?: number;
@@ -364,7 +372,7 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
   const configDir = join(runDir, 'config');
   const profDir = o.cpuProf ? join(runDir, 'prof') : undefined;
   if (profDir) await mkdir(profDir, { recursive: true });
-  const mesh = new MeshConfig(configDir, services);
+  const mesh = new MeshConfig(configDir, services, o.vips);
   await mesh.writeAll();
   const windows: Window[] = [];
   let daemon: Daemon | undefined;
@@ -492,7 +500,7 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
   }
   const keep = o.keep || o.cpuProf || error !== undefined;
   if (!keep) await rm(runDir, { recursive: true, force: true });
-  return { kind: o.kind, services, clients, hotPercent: o.hotPercent, build: o.build, ...partial, error, totalS: (Date.now() - started) / 1000, waitsS: waitsMs / 1000, runDir: keep ? runDir : undefined };
+  return { kind: o.kind, services, clients, hotPercent: o.hotPercent, vips: o.vips, build: o.build, ...partial, error, totalS: (Date.now() - started) / 1000, waitsS: waitsMs / 1000, runDir: keep ? runDir : undefined };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -547,7 +555,7 @@ function printRun(r: RunResult): void {
   if (r.error) rows.push(['ERROR', r.error]);
   if (r.runDir) rows.push(['run directory (kept)', r.runDir]);
   rows.push(['bench run time', `${r.totalS.toFixed(1)} s`]);
-  console.log(`\nxDS benchmark — kind=${r.kind} services=${r.services} clients=${r.clients}${r.kind === 'grpc' && r.hotPercent ? ` (${r.hotPercent}% dial the edited service)` : ''} (${cpus().length} cores, node ${process.version})`);
+  console.log(`\nxDS benchmark — kind=${r.kind} services=${r.services} clients=${r.clients}${r.vips ? ' vips' : ''}${r.kind === 'grpc' && r.hotPercent ? ` (${r.hotPercent}% dial the edited service)` : ''} (${cpus().length} cores, node ${process.version})`);
   console.log(table(['figure', 'value'], rows, true));
   for (const p of r.profile ?? []) console.log(`\n${formatSummary(p, 15)}`);
 }
@@ -578,6 +586,7 @@ function jsonOf(r: RunResult): Record<string, unknown> {
     services: r.services,
     clients: r.clients,
     grpc_hot_percent: r.kind === 'grpc' ? r.hotPercent : undefined,
+    vips: r.vips,
     cores: cpus().length,
     node: process.version,
     daemon_git: r.build?.gitHead,

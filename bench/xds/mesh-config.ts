@@ -1,6 +1,6 @@
 /**
  * The synthetic mesh as config files: N ServiceEntries (MESH_INTERNAL, STATIC, one HTTP port, 2–3
- * endpoints labelled v1/v2), a DestinationRule with subsets v1/v2 per service, and a VirtualService
+ * endpoints labelled v1/v2, a virtual IP with `--vips`), a DestinationRule with subsets v1/v2 per service, and a VirtualService
  * splitting 90/10 between the subsets for every tenth service. Objects are written as multi-document
  * YAML files of at most OBJECTS_PER_FILE objects, one kind per file.
  */
@@ -15,6 +15,7 @@ import {
   serviceHost,
   serviceName,
   serviceNamespace,
+  serviceVip,
 } from './naming.js';
 
 export const OBJECTS_PER_FILE = 500;
@@ -33,9 +34,11 @@ export class MeshConfig {
   private readonly addresses = new Map<string, string>();
   private tmpCounter = 0;
 
+  /** @param vips give every ServiceEntry a virtual IP (as Kubernetes ClusterIP services have). */
   constructor(
     readonly dir: string,
     readonly services: number,
+    readonly vips = false,
   ) {}
 
   private serviceEntry(i: number): string {
@@ -46,7 +49,7 @@ export class MeshConfig {
     }
     return (
       header('ServiceEntry', i) +
-      `spec:\n  hosts:\n    - ${serviceHost(i)}\n  location: MESH_INTERNAL\n  resolution: STATIC\n` +
+      `spec:\n  hosts:\n    - ${serviceHost(i)}\n${this.vips ? `  addresses:\n    - ${serviceVip(i)}\n` : ''}  location: MESH_INTERNAL\n  resolution: STATIC\n` +
       `  ports:\n    - number: ${HTTP_PORT}\n      name: http\n      protocol: HTTP\n` +
       `  endpoints:\n${eps.join('')}`
     );

@@ -39,6 +39,12 @@ export function endpointVersion(j: number): 'v1' | 'v2' {
   return j % 2 === 0 ? 'v1' : 'v2';
 }
 
+/** A virtual IP per service (`--vips`): 240.240.0.0/12, away from endpoints and clients. */
+export function serviceVip(i: number): string {
+  const n = i + 1;
+  return `240.${240 + ((n >>> 16) & 15)}.${(n >>> 8) & 255}.${n & 255}`;
+}
+
 /** Client addresses live in 10.200.0.0/16 and up, away from every endpoint. */
 export function clientAddress(c: number): string {
   return `10.${200 + ((c >>> 16) & 31)}.${(c >>> 8) & 255}.${c & 255}`;

@@ -165,7 +165,7 @@ export class LeaderElector {
 
   /** One round: true when this elector holds the lease afterwards. */
   private async tryAcquireOrRenew(stop: AbortSignal, timeoutMs: number): Promise<boolean> {
-    const signal = AbortSignal.any([stop, AbortSignal.timeout(timeoutMs)]);
+    const signal = AbortSignal.any([stop, AbortSignal.timeout(Math.max(1, Math.ceil(timeoutMs)))]);
     const now = new Date();
     const mine = (prev: LeaseSpec | undefined): LeaseSpec => {
       const held = prev?.holderIdentity === this.opts.identity;

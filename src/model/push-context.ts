@@ -62,8 +62,12 @@ export class PushContext {
   readonly services: ReadonlyArray<Service>;
   private readonly servicesByHost = new Map<string, Service[]>();
   private readonly vsByGateway = new Map<string, ResolvedVirtualService[]>();
+  /** Mesh-bound VirtualServices by exact host, and those with a wildcard host (creation order). */
+  private readonly meshVsByHost = new Map<string, ResolvedVirtualService[]>();
+  private readonly meshVsWildcard: ResolvedVirtualService[] = [];
   private readonly destinationRules: ReadonlyArray<ResolvedDestinationRule>;
-  private readonly destinationRulesByNamespace = new Map<string, ResolvedDestinationRule[]>();
+  /** Rules per namespace, by exact host and with a wildcard host (creation order). */
+  private readonly destinationRulesByNamespace = new Map<string, HostIndex<ResolvedDestinationRule>>();
   /** Rules with a workload selector make the lookup depend on the client's labels (no sharing). */
   private readonly destinationRulesSelectWorkloads: boolean;
   readonly gateways: ReadonlyArray<ConfigObject<Gateway>>;
@@ -98,9 +102,13 @@ export class PushContext {
     }));
     this.destinationRulesSelectWorkloads = this.destinationRules.some((d) => d.spec.workloadSelector?.matchLabels);
     for (const dr of this.destinationRules) {
-      const list = this.destinationRulesByNamespace.get(dr.namespace);
-      if (list) list.push(dr);
-      else this.destinationRulesByNamespace.set(dr.namespace, [dr]);
+      let index = this.destinationRulesByNamespace.get(dr.namespace);
+      if (!index) {
+        index = { exact: new Map(), wildcard: [] };
+        this.destinationRulesByNamespace.set(dr.namespace, index);
+      }
+      if (isWildcard(dr.host)) index.wildcard.push(dr);
+      else pushTo(index.exact, dr.host, dr);
     }
     this.gateways = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
     this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
@@ -130,10 +138,10 @@ export class PushContext {
         http: this.mergeDelegates(vs.spec.http ?? [], ns, delegates),
         spec: vs.spec,
       };
-      for (const g of gateways) {
-        const list = this.vsByGateway.get(g);
-        if (list) list.push(resolved);
-        else this.vsByGateway.set(g, [resolved]);
+      for (const g of gateways) pushTo(this.vsByGateway, g, resolved);
+      if (gateways.includes('mesh')) {
+        for (const h of new Set(resolved.hosts.filter((x) => !isWildcard(x)))) pushTo(this.meshVsByHost, h, resolved);
+        if (resolved.hosts.some(isWildcard)) this.meshVsWildcard.push(resolved);
       }
     }
   }
@@ -214,9 +222,10 @@ export class PushContext {
 
   /** Services the proxy may reach: exportTo visibility, then the Sidecar's egress hosts. One copy per scope per push. */
   visibleServices(proxy: Proxy): ReadonlyArray<Service> {
-    const key = `visible|${this.scopeKey(proxy)}`;
-    const cached = this.memo.get(key) as ReadonlyArray<Service> | undefined;
-    if (cached) return cached;
+    return this.memoize(`visible|${this.scopeKey(proxy)}`, () => this.computeVisibleServices(proxy));
+  }
+
+  private computeVisibleServices(proxy: Proxy): ReadonlyArray<Service> {
     const sc = this.sidecarFor(proxy);
     const egressHosts = sc?.spec.egress?.flatMap((e) => e.hosts ?? []) ?? [];
     const seen = new Set<string>();
@@ -230,7 +239,6 @@ export class PushContext {
       seen.add(s.hostname);
       out.push(chosen);
     }
-    this.memo.set(key, out);
     return out;
   }
 
@@ -241,13 +249,19 @@ export class PushContext {
     return list.filter((vs) => visibleTo(vs.exportTo, vs.namespace, namespace));
   }
 
-  /** The first VirtualService (oldest) whose hosts cover `hostname`, for the mesh gateway as seen from `namespace`. */
+  /**
+   * The VirtualService for `hostname` on the mesh gateway as seen from `namespace`: the most specific
+   * host wins (an exact host beats any wildcard), then the oldest. Indexed by host, memoized.
+   */
   virtualServiceForHost(namespace: string, hostname: string): ResolvedVirtualService | undefined {
-    let best: ResolvedVirtualService | undefined;
-    let bestScore = -1;
-    for (const vs of this.virtualServices(namespace, 'mesh')) {
-      for (const h of vs.hosts) {
-        if (hostMatches(h, hostname)) {
+    return this.memoize(`vsh|${namespace}|${hostname}`, () => {
+      for (const vs of this.meshVsByHost.get(hostname) ?? []) if (visibleTo(vs.exportTo, vs.namespace, namespace)) return vs;
+      let best: ResolvedVirtualService | undefined;
+      let bestScore = -1;
+      for (const vs of this.meshVsWildcard) {
+        if (!visibleTo(vs.exportTo, vs.namespace, namespace)) continue;
+        for (const h of vs.hosts) {
+          if (!isWildcard(h) || !hostMatches(h, hostname)) continue;
           const score = hostSpecificity(h);
           if (score > bestScore) {
             best = vs;
@@ -255,8 +269,32 @@ export class PushContext {
           }
         }
       }
-    }
-    return best;
+      return best;
+    });
+  }
+
+  /**
+   * The value derived from this snapshot under `key`, computed once. Keys name what the value depends
+   * on besides the snapshot (a scope, a host); values that also depend on the endpoint index use
+   * `memoizeWithEndpoints`.
+   */
+  memoize<T>(key: string, compute: () => T): T {
+    if (this.memo.has(key)) return this.memo.get(key) as T;
+    const value = compute();
+    this.memo.set(key, value);
+    return value;
+  }
+
+  /**
+   * Like `memoize`, for values that also read an endpoint index: recomputed when the index is another
+   * one, with the value computed for the previous index (to update rather than rebuild).
+   */
+  memoizeWithEndpoints<T, I extends object>(key: string, index: I, compute: (previous: T | undefined) => T): T {
+    const hit = this.memo.get(key) as { index: I; value: T } | undefined;
+    if (hit && hit.index === index) return hit.value;
+    const value = compute(hit?.value);
+    this.memo.set(key, { index, value });
+    return value;
   }
 
   /**
@@ -272,15 +310,20 @@ export class PushContext {
     const hasSelector = this.destinationRulesSelectWorkloads;
     if (!hasSelector && this.memo.has(memoKey)) return this.memo.get(memoKey) as ResolvedDestinationRule | undefined;
     const pick = (ns: string): ResolvedDestinationRule | undefined => {
+      const index = this.destinationRulesByNamespace.get(ns);
+      if (!index) return undefined;
       let best: ResolvedDestinationRule | undefined;
       let score = -1;
-      for (const dr of this.destinationRulesByNamespace.get(ns) ?? []) {
-        if (!applicable(dr)) continue;
-        if (!visibleTo(dr.exportTo, dr.namespace, proxy.namespace)) continue;
-        const s = hostSpecificity(dr.host) + (dr.spec.workloadSelector?.matchLabels ? 0.5 : 0);
-        if (s > score) {
-          best = dr;
-          score = s;
+      // exact hosts score above every wildcard, so looking at them first keeps "most specific, then oldest"
+      for (const list of [index.exact.get(service.hostname), index.wildcard]) {
+        for (const dr of list ?? []) {
+          if (!applicable(dr)) continue;
+          if (!visibleTo(dr.exportTo, dr.namespace, proxy.namespace)) continue;
+          const s = hostSpecificity(dr.host) + (dr.spec.workloadSelector?.matchLabels ? 0.5 : 0);
+          if (s > score) {
+            best = dr;
+            score = s;
+          }
         }
       }
       return best;
@@ -315,6 +358,22 @@ export class PushContext {
         Object.keys(g.spec.selector ?? {}).length > 0,
     );
   }
+}
+
+/** Entries by exact host, plus those whose host is a wildcard. */
+interface HostIndex<T> {
+  readonly exact: Map<string, T[]>;
+  readonly wildcard: T[];
+}
+
+function isWildcard(host: string): boolean {
+  return host.startsWith('*');
+}
+
+function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
 }
 
 function egressAllows(hosts: ReadonlyArray<string>, s: Service, proxyNs: string): boolean {

@@ -3,6 +3,7 @@
  * tracking per connection, and the push fan-out. It knows nothing about how config is made: it asks
  * the model for the current snapshot and the generators for resources.
  */
+import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { DeltaDiscoveryRequest, DiscoveryRequest } from '../gen/envoy/service/discovery/v3/discovery.js';
@@ -12,12 +13,13 @@ import type { EndpointIndex } from '../model/endpoint-index.js';
 import { parseProxy, ProxyIdError, type Proxy } from '../model/proxy.js';
 import type { PushContext } from '../model/push-context.js';
 import type { EncodedResource, ResourceCache } from './cache.js';
-import { Connection, listVersion, newWatch, type ResponseWriter, type WatchState } from './connection.js';
+import { Connection, changedResources, listVersion, newWatch, type ResponseWriter, type WatchState } from './connection.js';
 import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
-import { Limiter } from './limiter.js';
+import { ByteBudget, Limiter } from './limiter.js';
 import { PushQueue } from './push-queue.js';
-import type { PushRequest } from './push-request.js';
-import { PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, shortType, type XdsTypeUrl } from './types.js';
+import { affectedTypes, type PushRequest } from './push-request.js';
+import { scanDiscoveryRequest } from './request-scan.js';
+import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, shortType, type XdsTypeUrl } from './types.js';
 import { encodeControlPlane, encodeDeltaDiscoveryResponse, encodeDeltaResource, encodeDiscoveryResponse } from './wire.js';
 import { parseClusterName } from './envoy/names.js';
 
@@ -48,6 +50,11 @@ export interface AdsDeps {
 
 const SERVICE = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
 const FRAME_CACHE_ENTRIES = 64;
+/**
+ * Response bytes being written at once, over all connections: with DISC_PUSH_THROTTLE answers of a
+ * few MB each (a sidecar's initial CDS), the transport's copies would otherwise peak at hundreds of MB.
+ */
+const MAX_BYTES_IN_FLIGHT = 64 * 1024 * 1024;
 const passthrough = (b: Buffer): Buffer => b;
 
 type DuplexCall = grpc.ServerDuplexStream<Buffer, Buffer>;
@@ -71,6 +78,8 @@ export class DiscoveryServer {
   private readonly controlPlane: Buffer;
   /** Bounds responses to client requests (connect storms) like the push queue bounds pushes. */
   private readonly requestLimiter: Limiter;
+  /** Bounds the bytes of responses being written at once, over all connections. */
+  private readonly bytesInFlight = new ByteBudget(MAX_BYTES_IN_FLIGHT);
   private nonceCounter = 0;
   /** Recently built frames by list; bounded, since a list that is not shared gains nothing from it. */
   private readonly frames = new Map<ReadonlyArray<EncodedResource>, { typeUrl: string; version: string; frame: Buffer; nonce: string }>();
@@ -234,6 +243,8 @@ export class DiscoveryServer {
       const gauge = { cds: this.deps.metrics.cdsReject, eds: this.deps.metrics.edsReject, lds: this.deps.metrics.ldsReject, rds: this.deps.metrics.rdsReject }[type as 'cds'];
       gauge?.set({ node: conn.proxy.id, err: error.message.slice(0, 120) }, 1);
       this.deps.log.warn({ conn: conn.id, type, version: watch.versionSent, code: error.code, reason: error.message }, 'ADS: NACK');
+      // The client kept what it had before the rejected response: the next one lists everything.
+      if (!conn.delta && PARTIAL_STATE_TYPES.has(watch.typeUrl)) watch.resendAll = true;
       return 'nack';
     }
     watch.nonceAcked = nonce;
@@ -255,6 +266,20 @@ export class DiscoveryServer {
   }
 
   private async onRequest(conn: Connection, raw: Buffer): Promise<void> {
+    // Most requests are ACKs repeating the names of the previous request of their type: recognise
+    // them by their bytes and skip decoding (thousands of EDS names per sidecar ACK).
+    const expected: Buffer[] = [];
+    for (const w of conn.watches.values()) if (w.namesBytes !== undefined) expected.push(w.namesBytes);
+    const scan = scanDiscoveryRequest(raw, expected);
+    const known = scan && !scan.needsDecode ? conn.watches.get(scan.typeUrl) : undefined;
+    if (scan && known?.namesBytes !== undefined && known.namesBytes.equals(scan.names)) {
+      const kind = this.track(conn, known, scan.nonce, undefined);
+      if (kind === 'initial') {
+        known.resendAll = true; // a request without a nonce knows nothing: answer with everything
+        await this.requestLimiter.run(() => this.pushTypes(conn, [known.typeUrl], undefined, true));
+      }
+      return;
+    }
     const req = this.decode(raw, false) as DiscoveryRequest;
     const typeUrl = req.typeUrl;
     if (!isKnownType(typeUrl)) {
@@ -263,7 +288,7 @@ export class DiscoveryServer {
     }
     let watch = conn.watches.get(typeUrl);
     const wildcard = req.resourceNames.includes('*') || (req.resourceNames.length === 0 && WILDCARD_TYPES.has(typeUrl) && (!watch || watch.names === undefined));
-    // Most requests are ACKs repeating the current names: check them before building a new set.
+    // Check the names against the current set before building a new one.
     const unchanged = !wildcard && watch?.names !== undefined && sameList(watch.names, req.resourceNames);
     const names: ReadonlySet<string> | undefined = wildcard ? undefined : unchanged ? watch!.names : canonicalNames(internNames(req.resourceNames));
     if (!watch) {
@@ -274,6 +299,8 @@ export class DiscoveryServer {
     if (kind === 'stale' || kind === 'nack') return;
     const namesChanged = !sameNames(watch.names, names);
     if (namesChanged) watch.names = names;
+    watch.namesBytes = scan ? sharedNamesBytes(watch.names, scan.names) : undefined;
+    if (kind === 'initial') watch.resendAll = true; // a request without a nonce knows nothing: answer with everything
     if (kind === 'initial' || namesChanged) {
       // A changed subscription is always answered, even when the resulting set is unchanged, so a
       // client asking for a name that does not exist learns it at once instead of waiting on a timer.
@@ -313,7 +340,8 @@ export class DiscoveryServer {
   private async pushConnection(conn: Connection, req: PushRequest, enqueuedAt: number): Promise<void> {
     if (conn.closed) return;
     this.deps.metrics.queueTime.observe((Date.now() - enqueuedAt) / 1000);
-    const types = PUSH_ORDER.filter((t) => conn.watches.has(t) && (req.full || t === TypeUrl.Endpoint));
+    const affected = affectedTypes(req);
+    const types = PUSH_ORDER.filter((t) => conn.watches.has(t) && affected.has(t));
     await this.pushTypes(conn, types, req, false);
   }
 
@@ -326,6 +354,8 @@ export class DiscoveryServer {
       const watch = conn.watches.get(typeUrl);
       if (!watch || conn.closed) continue;
       if (req && !req.full && typeUrl === TypeUrl.Endpoint && !this.edsAffected(watch, req)) continue;
+      // Generation for a scope can take a while: let ACKs and health checks in between.
+      await yieldIfBusy();
       const started = process.hrtime.bigint();
       let resources: ReadonlyArray<EncodedResource>;
       try {
@@ -359,10 +389,8 @@ export class DiscoveryServer {
 
   private edsAffected(watch: WatchState, req: PushRequest): boolean {
     if (!watch.names) return true;
-    for (const name of watch.names) {
-      const parsed = parseClusterName(name);
-      if (parsed && req.edsHosts.has(parsed.host)) return true;
-    }
+    const hosts = hostsOf(watch.names);
+    for (const host of req.edsHosts) if (hosts.has(host)) return true;
     return false;
   }
 
@@ -375,7 +403,8 @@ export class DiscoveryServer {
   private sotwFrame(typeUrl: string, version: string, resources: ReadonlyArray<EncodedResource>): { frame: Buffer; nonce: string } {
     const cached = this.frames.get(resources);
     if (cached && cached.version === version && cached.typeUrl === typeUrl) return cached;
-    const nonce = `${this.deps.options.distributionTracking ? `${version}/` : ''}${listVersion(resources).slice(0, 12)}`;
+    // Partial (EDS/RDS) payloads of different pushes can be equal: the version keeps their nonces apart.
+    const nonce = `${this.deps.options.distributionTracking ? `${version}/` : ''}${listVersion(resources).slice(0, 12)}.${versionTag(version)}`;
     const frame = encodeDiscoveryResponse(version, typeUrl, nonce, resources.map((r) => r.any), this.controlPlane);
     const entry = { typeUrl, version, frame, nonce };
     this.frames.delete(resources);
@@ -404,7 +433,12 @@ export class DiscoveryServer {
     }
   }
 
-  private async write(conn: Connection, frame: Buffer, type: string): Promise<boolean> {
+  private write(conn: Connection, frame: Buffer, type: string): Promise<boolean> {
+    // Each write is copied once more by the transport: bound what is held that way at once.
+    return this.bytesInFlight.run(frame.length, () => this.writeNow(conn, frame, type));
+  }
+
+  private async writeNow(conn: Connection, frame: Buffer, type: string): Promise<boolean> {
     const started = process.hrtime.bigint();
     const timeoutMs = this.deps.options.sendTimeoutMs;
     try {
@@ -436,15 +470,24 @@ export class DiscoveryServer {
 
   private async sendSotw(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean): Promise<boolean> {
     if (!force && !Connection.changed(watch, resources)) return false;
+    // EDS and RDS responses carry only what the client does not hold yet; it keeps the rest.
+    const partial = PARTIAL_STATE_TYPES.has(watch.typeUrl) && watch.nonceSent !== '' && !watch.resendAll;
+    const payload = partial ? changedResources(watch.sentList, resources) : resources;
+    if (payload.length === 0 && !force) {
+      // only removals: the client keeps resources a response leaves out, so there is nothing to say
+      watch.sentList = resources;
+      return false;
+    }
     if (throttled) await this.flowControl(conn, watch);
     // Endpoint-only pushes keep the snapshot: the endpoint index version tells them apart.
     const version = watch.typeUrl === TypeUrl.Endpoint ? `${model.push.version}+e${model.endpoints.version}` : model.push.version;
     const type = shortType[watch.typeUrl as XdsTypeUrl];
-    const { frame, nonce } = this.sotwFrame(watch.typeUrl, version, resources);
+    const { frame, nonce } = this.sotwFrame(watch.typeUrl, version, payload);
     // Record before writing: the ACK may arrive before the write promise settles.
     watch.nonceSent = nonce;
     watch.versionSent = version;
     watch.sentList = resources;
+    watch.resendAll = false;
     watch.lastSentAt = Date.now();
     watch.awaitingAck = true;
     return this.write(conn, frame, type);
@@ -477,6 +520,30 @@ export class DiscoveryServer {
     watch.awaitingAck = true;
     return this.write(conn, frame, type);
   }
+}
+
+/** Longest stretch of push work between two turns of the event loop. */
+const YIELD_AFTER_MS = 20;
+let lastYield = performance.now();
+
+/** Gives the event loop a turn when push work has held it for YIELD_AFTER_MS (shared by all pushes). */
+async function yieldIfBusy(): Promise<void> {
+  if (performance.now() - lastYield < YIELD_AFTER_MS) return;
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  lastYield = performance.now();
+}
+
+const versionTags = new Map<string, string>();
+
+/** A short tag per version string (versions are few: one per snapshot and endpoint change). */
+function versionTag(version: string): string {
+  let tag = versionTags.get(version);
+  if (tag === undefined) {
+    if (versionTags.size >= 1000) versionTags.clear();
+    tag = createHash('sha1').update(version).digest('base64url').slice(0, 6);
+    versionTags.set(version, tag);
+  }
+  return tag;
 }
 
 /**
@@ -518,6 +585,41 @@ function canonicalNames(names: Set<string>): Set<string> {
   if (candidates) candidates.push(names);
   else canonical.set(key, [names]);
   return names;
+}
+
+const hostsByNames = new WeakMap<ReadonlySet<string>, ReadonlySet<string>>();
+
+/** The hosts of a (shared, never mutated) set of cluster names, computed once per set. */
+function hostsOf(names: ReadonlySet<string>): ReadonlySet<string> {
+  let hosts = hostsByNames.get(names);
+  if (!hosts) {
+    const out = new Set<string>();
+    for (const name of names) {
+      const parsed = parseClusterName(name);
+      if (parsed) out.add(parsed.host);
+    }
+    hosts = out;
+    hostsByNames.set(names, hosts);
+  }
+  return hosts;
+}
+
+const namesBytesBySet = new WeakMap<ReadonlySet<string>, Buffer>();
+const NO_NAMES = Buffer.alloc(0);
+
+/**
+ * The encoded names of a request, as kept by its watch: one buffer per shared name set (proxies of a
+ * scope send the same names in the same order), a copy of its own for a connection that orders them
+ * differently.
+ */
+function sharedNamesBytes(names: ReadonlySet<string> | undefined, bytes: Buffer): Buffer {
+  if (bytes.length === 0) return NO_NAMES;
+  if (names === undefined) return Buffer.from(bytes);
+  const known = namesBytesBySet.get(names);
+  if (known?.equals(bytes)) return known;
+  const copy = Buffer.from(bytes);
+  if (!known) namesBytesBySet.set(names, copy);
+  return copy;
 }
 
 function sameList(set: ReadonlySet<string>, names: ReadonlyArray<string>): boolean {

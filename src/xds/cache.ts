@@ -21,7 +21,8 @@ export interface CacheStats {
  * Keys never need invalidation: a changed input has a new identity, so the old entry simply ages out.
  */
 export class ResourceCache {
-  private readonly entries = new Map<string, EncodedResource>();
+  /** Whole resources and encoded pieces of resources (see getOrBuildFragment), in recency order. */
+  private readonly entries = new Map<string, EncodedResource | Uint8Array>();
 
   /**
    * @param uncachedTypes resource types kept out of the cache (CDS unless DISC_ENABLE_CDS_CACHE): they
@@ -39,6 +40,22 @@ export class ResourceCache {
   }
 
   getOrBuild(type: string, key: string, build: () => { name: string; typeUrl: string; bytes: Uint8Array }): EncodedResource {
+    return this.cached(type, key, () => {
+      const built = build();
+      return { name: built.name, any: encodeAny(built.typeUrl, built.bytes), version: contentHash(built.bytes) };
+    });
+  }
+
+  /**
+   * An encoded piece of a resource (a virtual host of a route table), cached like whole resources, so
+   * that a resource assembled from pieces re-encodes only the pieces whose inputs changed. Keys must
+   * not collide with those of whole resources (use a prefix of their own).
+   */
+  getOrBuildFragment(type: string, key: string, build: () => Uint8Array): Uint8Array {
+    return this.cached(type, key, build);
+  }
+
+  private cached<T extends EncodedResource | Uint8Array>(type: string, key: string, build: () => T): T {
     const enabled = this.enabled && !this.uncachedTypes.has(type);
     if (enabled) {
       const hit = this.entries.get(key);
@@ -47,13 +64,11 @@ export class ResourceCache {
         this.entries.delete(key);
         this.entries.set(key, hit);
         this.stats?.hit(type);
-        return hit;
+        return hit as T;
       }
       this.stats?.miss(type);
     }
-    const built = build();
-    const any = encodeAny(built.typeUrl, built.bytes);
-    const res: EncodedResource = { name: built.name, any, version: contentHash(built.bytes) };
+    const res = build();
     if (enabled) {
       this.entries.set(key, res);
       while (this.entries.size > this.maxEntries) {

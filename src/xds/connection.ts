@@ -7,6 +7,12 @@ export interface WatchState {
   readonly typeUrl: string;
   /** Requested names; undefined = wildcard. Replaced on change, never mutated (generators memoize by identity). */
   names: ReadonlySet<string> | undefined;
+  /**
+   * State of the world: the encoded resource_names of the request that set `names`, shared between
+   * connections asking for the same names, so that a repeat (every ACK) is recognised by one byte
+   * comparison instead of a decode. Undefined when unknown.
+   */
+  namesBytes?: Buffer;
   /** Delta only: names the client said it had when it connected. */
   initialVersions?: Map<string, string>;
   nonceSent: string;
@@ -20,6 +26,11 @@ export interface WatchState {
    * these arrays and their elements across proxies, so holding the reference costs a proxy nothing.
    */
   sentList: ReadonlyArray<EncodedResource>;
+  /**
+   * State of the world, EDS and RDS: the next response must carry every resource, not only the
+   * changed ones (the client NACKed the last response, so what it holds is not `sentList`).
+   */
+  resendAll: boolean;
   lastSentAt: number;
   lastAckAt: number;
   /** Last NACK's message, cleared by the next ACK. */
@@ -29,7 +40,7 @@ export interface WatchState {
 }
 
 export function newWatch(typeUrl: string, names: ReadonlySet<string> | undefined): WatchState {
-  return { typeUrl, names, nonceSent: '', versionSent: '', nonceAcked: '', versionAcked: '', sent: new Map(), sentList: [], lastSentAt: 0, lastAckAt: 0, awaitingAck: false };
+  return { typeUrl, names, nonceSent: '', versionSent: '', nonceAcked: '', versionAcked: '', sent: new Map(), sentList: [], resendAll: false, lastSentAt: 0, lastAckAt: 0, awaitingAck: false };
 }
 
 /** Writes frames to the client; resolves when the transport took them (respecting back-pressure). */
@@ -55,6 +66,23 @@ export function listVersion(list: ReadonlyArray<EncodedResource>): string {
     listVersions.set(list, v);
   }
   return v;
+}
+
+const diffs = new WeakMap<ReadonlyArray<EncodedResource>, { next: ReadonlyArray<EncodedResource>; changed: ReadonlyArray<EncodedResource> }>();
+
+/**
+ * The resources of `next` that a client holding `prev` does not have at the same version. Every
+ * proxy of a scope moves from the same list to the same next one, so the result is memoized per
+ * pair and shared: they then also share one response frame.
+ */
+export function changedResources(prev: ReadonlyArray<EncodedResource>, next: ReadonlyArray<EncodedResource>): ReadonlyArray<EncodedResource> {
+  const hit = diffs.get(prev);
+  if (hit && hit.next === next) return hit.changed;
+  const held = new Map<string, string>();
+  for (const r of prev) held.set(r.name, r.version);
+  const changed = next.filter((r) => held.get(r.name) !== r.version);
+  diffs.set(prev, { next, changed });
+  return changed;
 }
 
 /** One ADS stream from one proxy. */

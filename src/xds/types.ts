@@ -25,3 +25,10 @@ export function isKnownType(url: string): url is XdsTypeUrl {
 
 /** Types whose subscription is wildcard by default for Envoy (names are discovered, not requested). */
 export const WILDCARD_TYPES: ReadonlySet<string> = new Set([TypeUrl.Cluster, TypeUrl.Listener]);
+
+/**
+ * Types whose state-of-the-world responses may carry only some of the subscribed resources: a client
+ * keeps the ones a response leaves out (xDS protocol: only Listener and Cluster responses list the
+ * complete state). Responses of these types carry only what changed for the client.
+ */
+export const PARTIAL_STATE_TYPES: ReadonlySet<string> = new Set([TypeUrl.Endpoint, TypeUrl.Route]);

@@ -41,6 +41,15 @@ function concatFields(parts: ReadonlyArray<Part>): Buffer {
 
 const utf8 = (s: string): Buffer => Buffer.from(s, 'utf8');
 
+/**
+ * Already-encoded messages as one repeated length-delimited field, ready to be placed between the
+ * other fields of their parent (a message's fields may come in any order; the generated encoders
+ * write them in field order, and so do callers that splice these).
+ */
+export function encodeRepeatedField(field: number, items: ReadonlyArray<Uint8Array>): Buffer {
+  return concatFields(items.map((bytes) => ({ field, bytes })));
+}
+
 /** google.protobuf.Any { type_url = 1; value = 2 } */
 export function encodeAny(typeUrl: string, value: Uint8Array): Buffer {
   return concatFields([

@@ -298,7 +298,7 @@ spec:
 
   it('shows up in the routes a sidecar receives', () => {
     const m = model(YAML);
-    const [rc] = m.generate(client('default'), TypeUrl.Route, ['9080']);
+    const [rc] = m.generate(client('default'), TypeUrl.Route, [`${RATINGS}:9080`]);
     const vh = rc.virtualHosts.find((v) => v.name === `${RATINGS}:9080`)!;
     expect(vh.routes.map((r) => r.name)).toEqual(['api-v2', 'api-any', 'local', 'rest']);
     const v2 = vh.routes[0];
@@ -312,7 +312,7 @@ spec:
     const m = model(YAML, { features: { virtualServiceDelegate: false } });
     const vs = pc(m).virtualServiceForHost('default', RATINGS);
     expect(vs?.http.map((r) => r.name)).toEqual(['rest']);
-    const [rc] = m.generate(client('default'), TypeUrl.Route, ['9080']);
+    const [rc] = m.generate(client('default'), TypeUrl.Route, [`${RATINGS}:9080`]);
     const vh = rc.virtualHosts.find((v) => v.name === `${RATINGS}:9080`)!;
     expect(vh.routes.map((r) => r.name)).toEqual(['rest']);
   });
@@ -355,7 +355,7 @@ spec:
     expect(api.mirror?.host).toBe('api.team-r.svc.cluster.local');
     // the root's own short hosts stay the root's
     expect(rest.route?.[0].destination?.host).toBe('ratings');
-    const [rc] = m.generate(client('default'), TypeUrl.Route, ['9080']);
+    const [rc] = m.generate(client('default'), TypeUrl.Route, [`${RATINGS}:9080`]);
     const vh = rc.virtualHosts.find((v) => v.name === `${RATINGS}:9080`)!;
     expect(vh.routes.map((r) => [r.name, r.route?.cluster])).toEqual([
       ['api', 'outbound|9080||api.team-r.svc.cluster.local'],

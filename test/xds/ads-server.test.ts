@@ -8,6 +8,8 @@ import type { DeltaDiscoveryResponse, DiscoveryResponse } from '../../src/gen/en
 import { RouteConfiguration } from '../../src/gen/envoy/config/route/v3/route.js';
 import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
 import { ClusterLoadAssignment } from '../../src/gen/envoy/config/endpoint/v3/endpoint.js';
+import { Listener } from '../../src/gen/envoy/config/listener/v3/listener.js';
+import { hcmOf } from '../support/decode.js';
 import { TypeUrl } from '../../src/xds/types.js';
 import {
   deltaNames,
@@ -199,20 +201,61 @@ describe('state of the world, proxyless gRPC client', () => {
     expect(deltaNames(await d.next())).toEqual([EXT_CLUSTER]);
   });
 
-  it('answers a subscription change carried by an ACK with the new set', async () => {
+  it('answers a subscription change carried by an ACK with what the client does not hold yet', async () => {
     const h = await start();
     const s = h.sotw(grpcNode());
     s.send({ typeUrl: TypeUrl.Endpoint, names: [ECHO_CLUSTER] });
     const one = await s.next();
     expect(namesOf(one)).toEqual([ECHO_CLUSTER]);
     s.ack(one, [ECHO_CLUSTER, RATINGS_CLUSTER]);
+    // EDS is not a full-state type: the client keeps echo's assignment, so only ratings' comes
     const two = await s.next();
-    expect(namesOf(two).sort()).toEqual([ECHO_CLUSTER, RATINGS_CLUSTER]);
+    expect(namesOf(two)).toEqual([RATINGS_CLUSTER]);
     s.ack(two, [RATINGS_CLUSTER]);
+    // dropping a name is answered, with nothing new to hold
     const three = await s.next();
-    expect(namesOf(three)).toEqual([RATINGS_CLUSTER]);
+    expect(three.typeUrl).toBe(TypeUrl.Endpoint);
+    expect(namesOf(three)).toEqual([]);
     s.ack(three, [RATINGS_CLUSTER]);
     expect(await s.quietTypes()).toEqual([]);
+    // subscribing to echo again sends it again: the client dropped it
+    s.ack(three, [ECHO_CLUSTER, RATINGS_CLUSTER]);
+    expect(namesOf(await s.next())).toEqual([ECHO_CLUSTER]);
+  });
+
+  it('answers a repeated first request (no nonce) with every subscribed assignment, and a repeated ACK with nothing', async () => {
+    const h = await start();
+    const s = h.sotw(grpcNode());
+    const names = [ECHO_CLUSTER, RATINGS_CLUSTER];
+    s.send({ typeUrl: TypeUrl.Endpoint, names });
+    const one = await s.next();
+    s.ack(one, names);
+    s.ack(one, names);
+    expect(await s.quietTypes()).toEqual([]);
+    s.send({ typeUrl: TypeUrl.Endpoint, names });
+    const again = await s.next();
+    expect(namesOf(again).sort()).toEqual([...names].sort());
+  });
+
+  it('after a NACK of EDS, the next endpoint change lists every subscribed assignment again', async () => {
+    const h = await start();
+    const s = h.sotw(sidecarNode());
+    const names = [EXT_CLUSTER, EXT2_CLUSTER, ECHO_CLUSTER];
+    s.send({ typeUrl: TypeUrl.Endpoint, names });
+    const one = await s.next();
+    expect(namesOf(one).sort()).toEqual([...names].sort());
+    s.ack(one, names);
+    await h.change(serviceEntry('ext', ['10.1.0.1', '10.1.0.7']) + serviceEntry('ext2', ['10.1.0.2']), { origin: 'test.yaml' });
+    const two = await s.next();
+    expect(namesOf(two)).toEqual([EXT_CLUSTER]);
+    s.nack(two, 'rejected for the test', names);
+    expect(await s.quietTypes()).toEqual([]);
+    await h.change(serviceEntry('ext', ['10.1.0.1', '10.1.0.7']) + serviceEntry('ext2', ['10.1.0.2', '10.1.0.8']), { origin: 'test.yaml' });
+    const three = await s.next();
+    expect(namesOf(three).sort()).toEqual([...names].sort());
+    s.ack(three, names);
+    await h.change(serviceEntry('ext', ['10.1.0.1']) + serviceEntry('ext2', ['10.1.0.2', '10.1.0.8']), { origin: 'test.yaml' });
+    expect(namesOf(await s.next())).toEqual([EXT_CLUSTER]);
   });
 
   it('gives no response to an unknown type URL and keeps the stream usable', async () => {
@@ -254,8 +297,14 @@ describe('state of the world, sidecar', () => {
     const edsNames = cds.resources.map((a) => Cluster.decode(a.value)).filter((c) => c.edsClusterConfig).map((c) => c.name);
     const eds = await subscribe(s, TypeUrl.Endpoint, edsNames);
     const lds = await subscribe(s, TypeUrl.Listener);
-    const rds = await subscribe(s, TypeUrl.Route, ['7070', '8080', '9080']);
+    const rds = await subscribe(s, TypeUrl.Route, routeNamesOf(lds));
     return { cds, eds, lds, rds };
+  }
+
+  /** The RDS names the listeners' connection managers use, as Envoy would subscribe to them. */
+  function routeNamesOf(lds: DiscoveryResponse): string[] {
+    const names = lds.resources.flatMap((a) => hcmOf(Listener.decode(a.value)).map((h) => h.rds?.routeConfigName ?? ''));
+    return [...new Set(names.filter((n) => n !== ''))].sort();
   }
 
   it('serves wildcard CDS and LDS and named EDS and RDS; ACKs bring nothing more', async () => {
@@ -265,7 +314,8 @@ describe('state of the world, sidecar', () => {
     expect(namesOf(cds)).toEqual(expect.arrayContaining([ECHO_CLUSTER, RATINGS_CLUSTER, EXT_CLUSTER, EXT2_CLUSTER, 'PassthroughCluster', 'BlackHoleCluster']));
     expect(namesOf(eds)).toEqual(expect.arrayContaining([ECHO_CLUSTER, EXT_CLUSTER, EXT2_CLUSTER]));
     expect(namesOf(lds)).toEqual(expect.arrayContaining(['virtualOutbound', 'virtualInbound', '0.0.0.0_8080', '0.0.0.0_9080']));
-    expect(namesOf(rds).sort()).toEqual(['7070', '8080', '9080']);
+    // shared tables per port; the Mock services have VIPs, so each also has its own configuration
+    expect(namesOf(rds).sort()).toEqual(['7070', '8080', '9080', `${ECHO}:7070`, `${RATINGS}:9080`]);
     for (const res of [cds, eds, lds, rds]) expect(new Set(namesOf(res)).size).toBe(res.resources.length);
     expect(await s.quietTypes()).toEqual([]);
   });
@@ -278,9 +328,10 @@ describe('state of the world, sidecar', () => {
     await h.change(ratingsRoute('4s'));
     const rds = await s.next();
     expect(rds.typeUrl).toBe(TypeUrl.Route);
-    expect(namesOf(rds).sort()).toEqual(['7070', '8080', '9080']);
+    // RDS is not a full-state type: only the route configuration that changed comes
+    expect(namesOf(rds)).toEqual([`${RATINGS}:9080`]);
     expect(rds.versionInfo).not.toBe(before.rds.versionInfo);
-    s.ack(rds, ['7070', '8080', '9080']);
+    s.ack(rds, routeNamesOf(before.lds));
     expect(await s.quietTypes()).toEqual([]);
   });
 
@@ -291,7 +342,9 @@ describe('state of the world, sidecar', () => {
     await h.change(serviceEntry('ext', ['10.1.0.1', '10.1.0.9']) + serviceEntry('ext2', ['10.1.0.2']), { origin: 'test.yaml' });
     const eds = await s.next();
     expect(eds.typeUrl).toBe(TypeUrl.Endpoint);
-    expect(namesOf(eds).sort()).toEqual(namesOf(before.eds).sort());
+    // only the assignment whose content changed; the client keeps the others
+    expect(namesOf(eds)).toEqual([EXT_CLUSTER]);
+    expect(namesOf(before.eds)).toContain(EXT2_CLUSTER);
     const ext = eds.resources.map((a) => ClusterLoadAssignment.decode(a.value)).find((c) => c.clusterName === EXT_CLUSTER)!;
     expect(ext.endpoints.flatMap((l) => l.lbEndpoints.map((e) => e.endpoint?.address?.socketAddress?.address)).sort()).toEqual(['10.1.0.1', '10.1.0.9']);
     s.ack(eds, namesOf(before.eds));

@@ -131,12 +131,73 @@ describe('sidecar generators', () => {
     expect(tcpProxiesOf(db)[0].cluster).toBe('outbound|5432||db.data.svc.cluster.local');
   });
 
-  it('routes port 7070 by the VirtualService and keeps domains unique', () => {
-    const [rc] = m.generate(proxy, TypeUrl.Route, ['7070']);
-    const vh = rc.virtualHosts.find((v) => v.name === 'echo.default.svc.cluster.local:7070')!;
+  it('routes a service with a VIP by the VirtualService in its own route configuration, with unique domains', () => {
+    const [rc] = m.generate(proxy, TypeUrl.Route, ['echo.default.svc.cluster.local:7070']);
+    expect(rc.name).toBe('echo.default.svc.cluster.local:7070');
+    expect(rc.virtualHosts.map((v) => v.name)).toEqual(['echo.default.svc.cluster.local:7070', 'allow_any']);
+    const vh = rc.virtualHosts[0];
     expect(vh.domains).toEqual(expect.arrayContaining(['echo', 'echo:7070', 'echo.default', '10.96.0.10:7070']));
+    expect(new Set(vh.domains).size).toBe(vh.domains.length);
     expect(vh.routes.map((r) => r.name)).toEqual(['canary', 'split']);
-    expect(rc.virtualHosts.at(-1)?.name).toBe('allow_any');
+    expect(vh.routes[1].route?.weightedClusters?.clusters.map((c) => [c.name, c.weight])).toEqual([
+      ['outbound|7070|v1|echo.default.svc.cluster.local', 80],
+      ['outbound|7070|v2|echo.default.svc.cluster.local', 20],
+    ]);
+  });
+
+  it('sends traffic to a VIP through a filter chain matched on that address, everything else on the port through the shared table', () => {
+    const l = m.generate(proxy, TypeUrl.Listener).find((x) => x.name === '0.0.0.0_7070')!;
+    const byMatch = l.filterChains.map((c) => [
+      c.filterChainMatch?.prefixRanges.map((r) => `${r.addressPrefix}/${r.prefixLen}`).join(',') ?? '',
+      hcmOf({ ...l, filterChains: [c], defaultFilterChain: undefined })[0].rds?.routeConfigName,
+    ]);
+    expect(byMatch).toEqual([
+      ['10.96.0.10/32', 'echo.default.svc.cluster.local:7070'],
+      ['', '7070'],
+    ]);
+    // one stat prefix for the whole port
+    expect(new Set(hcmOf(l).map((h) => h.statPrefix))).toEqual(new Set(['outbound_0.0.0.0_7070']));
+    // the shared table of a port whose services all have VIPs holds only the catch-all
+    const [shared] = m.generate(proxy, TypeUrl.Route, ['7070']);
+    expect(shared.virtualHosts.map((v) => v.name)).toEqual(['allow_any']);
+  });
+
+  it('keeps services without a VIP in the port’s shared table, routed by Host', () => {
+    const m2 = modelFromYaml(
+      ROUTING +
+        `---
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: { name: novip, namespace: default }
+spec:
+  hosts: [novip.default.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{ number: 7070, name: http, protocol: HTTP }]
+  endpoints: [{ address: 10.1.0.1 }]
+`,
+    );
+    const [shared] = m2.generate(proxy, TypeUrl.Route, ['7070']);
+    expect(shared.virtualHosts.map((v) => v.name)).toEqual(['novip.default.svc.cluster.local:7070', 'allow_any']);
+    expect(shared.virtualHosts[0].domains).toEqual(expect.arrayContaining(['novip', 'novip:7070', 'novip.default.svc.cluster.local:7070']));
+    expect(m2.generate(proxy, TypeUrl.Route, ['novip.default.svc.cluster.local:7070'])).toEqual([]);
+    const l = m2.generate(proxy, TypeUrl.Listener).find((x) => x.name === '0.0.0.0_7070')!;
+    expect(hcmOf(l).map((h) => h.rds?.routeConfigName)).toEqual(['echo.default.svc.cluster.local:7070', '7070']);
+    expect(integrityProblems(fullConfig(m2, proxy))).toEqual([]);
+    m2.stop();
+  });
+
+  it('changes only the edited service’s route configuration when its VirtualService changes', () => {
+    const m2 = modelFromYaml(ROUTING);
+    const names = ['echo.default.svc.cluster.local:7070', 'ratings.default.svc.cluster.local:9080', '7070', '9080'];
+    const before = m2.generate(proxy, TypeUrl.Route, names);
+    m2.apply('test.yaml', ROUTING.replace('weight: 80', 'weight: 50').replace('weight: 20', 'weight: 50'));
+    m2.model.flush();
+    const after = m2.generate(proxy, TypeUrl.Route, names);
+    const changed = names.filter((_, i) => JSON.stringify(before[i]) !== JSON.stringify(after[i]));
+    expect(changed).toEqual(['echo.default.svc.cluster.local:7070']);
+    expect(after[0].virtualHosts[0].routes[1].route?.weightedClusters?.clusters.map((c) => c.weight)).toEqual([50, 50]);
+    m2.stop();
   });
 
   it('has subset, inbound, passthrough and blackhole clusters with auto mTLS matches', () => {

@@ -61,24 +61,22 @@ export function encodeOutboundCluster(
   const hostEps = dns ? endpoints.get(ref.service.hostname) : undefined;
   const key = `c|${ref.name}|s${objectId(ref.service)}|d${objectId(dr?.spec)}|m${objectId(push.mesh)}|${proxyless ? 'g' : 'e'}|${hostEps?.version ?? 0}`;
   // Within one push a cluster is encoded once even when CDS is kept out of the cross-push cache.
-  const memoized = push.memo.get(key) as EncodedResource | undefined;
-  if (memoized) return memoized;
-  const res = cache.getOrBuild('cds', key, () => {
-    const subset = dr?.spec.subsets?.find((s) => s.name === ref.subset);
-    const policy = mergePolicy(policyForPort(dr?.spec.trafficPolicy, ref.port.port), subset ? policyForPort(subset.trafficPolicy, ref.port.port) : undefined);
-    const cluster = buildOutboundCluster({
-      name: ref.name,
-      service: ref.service,
-      port: ref.port,
-      policy,
-      mesh: push.mesh,
-      proxyless,
-      inlineEndpoints: hostEps?.endpoints.filter((e) => e.servicePortName === ref.port.name).map((e) => ({ address: e.address, port: e.port })),
-    });
-    return { name: ref.name, typeUrl: TypeUrl.Cluster, bytes: encode(Cluster, cluster) };
-  });
-  push.memo.set(key, res);
-  return res;
+  return push.memoize(key, () =>
+    cache.getOrBuild('cds', key, () => {
+      const subset = dr?.spec.subsets?.find((s) => s.name === ref.subset);
+      const policy = mergePolicy(policyForPort(dr?.spec.trafficPolicy, ref.port.port), subset ? policyForPort(subset.trafficPolicy, ref.port.port) : undefined);
+      const cluster = buildOutboundCluster({
+        name: ref.name,
+        service: ref.service,
+        port: ref.port,
+        policy,
+        mesh: push.mesh,
+        proxyless,
+        inlineEndpoints: hostEps?.endpoints.filter((e) => e.servicePortName === ref.port.name).map((e) => ({ address: e.address, port: e.port })),
+      });
+      return { name: ref.name, typeUrl: TypeUrl.Cluster, bytes: encode(Cluster, cluster) };
+    }),
+  );
 }
 
 /** Outbound clusters of every service visible to the proxy; one list per scope per push. */
@@ -89,16 +87,21 @@ export function visibleOutboundClusters(
   cache: ResourceCache,
   proxyless: boolean,
 ): ReadonlyArray<EncodedResource> {
-  const memoKey = `cds-out|${push.scopeKey(proxy)}|${proxyless}|${proxy.type}`;
-  const memo = push.memo.get(memoKey) as ReadonlyArray<EncodedResource> | undefined;
-  if (memo) return memo;
-  const out: EncodedResource[] = [];
-  for (const service of push.visibleServices(proxy)) {
-    const dr = push.destinationRule(proxy, service);
-    for (const ref of clusterRefs(service, dr)) out.push(encodeOutboundCluster(ref, proxy, push, endpoints, cache, proxyless));
-  }
-  push.memo.set(memoKey, out);
-  return out;
+  return push.memoize(`cds-out|${push.scopeKey(proxy)}|${proxyless}|${proxy.type}`, () => {
+    const out: EncodedResource[] = [];
+    for (const service of push.visibleServices(proxy)) {
+      const dr = push.destinationRule(proxy, service);
+      for (const ref of clusterRefs(service, dr)) out.push(encodeOutboundCluster(ref, proxy, push, endpoints, cache, proxyless));
+    }
+    return out;
+  });
+}
+
+/** A list of assignments with, per entry, the host and host endpoint version it was built from. */
+interface EndpointList {
+  readonly list: EncodedResource[];
+  readonly hosts: string[];
+  readonly versions: number[];
 }
 
 /** One ClusterLoadAssignment per requested EDS cluster the proxy may see. */
@@ -111,16 +114,53 @@ export function generateEndpoints(
   withTlsMetadata: boolean,
   allClusters: () => Iterable<string>,
 ): EncodedResource[] {
-  // Proxies of one scope that ask for the same (shared) name set get one list per endpoint version.
-  const memoKey = names ? `eds|${push.scopeKey(proxy)}|${withTlsMetadata}|${objectId(names)}|${localityKey(proxy.locality)}|${proxy.type}` : undefined;
-  const memo = memoKey ? (push.memo.get(memoKey) as { index: EndpointIndex; list: EncodedResource[] } | undefined) : undefined;
-  if (memo && memo.index === endpoints) return memo.list;
+  if (!names) return buildEndpoints(proxy, push, endpoints, cache, allClusters(), withTlsMetadata).list;
+  // Proxies of one scope that ask for the same (shared) name set get one list per endpoint version;
+  // after an endpoint change, only the entries of hosts whose endpoints changed are rebuilt.
+  const memoKey = `eds|${push.scopeKey(proxy)}|${withTlsMetadata}|${objectId(names)}|${localityKey(proxy.locality)}|${proxy.type}`;
+  return push.memoizeWithEndpoints<EndpointList, EndpointIndex>(memoKey, endpoints, (previous) =>
+    previous ? updateEndpoints(previous, proxy, push, endpoints, cache, withTlsMetadata) : buildEndpoints(proxy, push, endpoints, cache, names, withTlsMetadata),
+  ).list;
+}
+
+function updateEndpoints(
+  previous: EndpointList,
+  proxy: Proxy,
+  push: PushContext,
+  endpoints: EndpointIndex,
+  cache: ResourceCache,
+  withTlsMetadata: boolean,
+): EndpointList {
+  const list = [...previous.list];
+  const versions = [...previous.versions];
+  for (let i = 0; i < list.length; i++) {
+    const version = endpoints.get(previous.hosts[i]).version;
+    if (version === versions[i]) continue;
+    const rebuilt = buildEndpoints(proxy, push, endpoints, cache, [list[i].name], withTlsMetadata);
+    list[i] = rebuilt.list[0];
+    versions[i] = version;
+  }
+  return { list, hosts: previous.hosts, versions };
+}
+
+function buildEndpoints(
+  proxy: Proxy,
+  push: PushContext,
+  endpoints: EndpointIndex,
+  cache: ResourceCache,
+  names: Iterable<string>,
+  withTlsMetadata: boolean,
+): EndpointList {
+  const hosts: string[] = [];
+  const versions: number[] = [];
   const out: EncodedResource[] = [];
-  for (const name of names ?? allClusters()) {
+  for (const name of names) {
     const ref = resolveClusterRef(name, push, proxy);
     if (!ref || ref.service.resolution !== 'ClientSideLB') continue;
     const dr = push.destinationRule(proxy, ref.service);
     const hostEps = endpoints.get(ref.service.hostname);
+    hosts.push(ref.service.hostname);
+    versions.push(hostEps.version);
     const failover = dr?.spec.trafficPolicy?.outlierDetection !== undefined && (proxy.locality.region !== '' || proxy.locality.zone !== '');
     const key = `e|${name}|v${hostEps.version}|d${objectId(dr?.spec)}|${withTlsMetadata ? 't' : ''}|${failover ? localityKey(proxy.locality) : ''}`;
     out.push(
@@ -138,6 +178,5 @@ export function generateEndpoints(
       }),
     );
   }
-  if (memoKey) push.memo.set(memoKey, { index: endpoints, list: out });
-  return out;
+  return { list: out, hosts, versions };
 }

@@ -15,6 +15,7 @@ import { buildHttpRoutes, defaultRoute, type RouteContext, type RouteShape } fro
 import { contentHash } from '../../util/hash.js';
 import { TypeUrl } from '../types.js';
 import { encodeOutboundCluster, generateEndpoints, resolveClusterRef, visibleOutboundClusters } from './common.js';
+import { routeInputsKey } from './route-inputs.js';
 import type { GenerateInput, GeneratorSet } from './types.js';
 
 /** `host:port` → the visible service and port, or undefined. */
@@ -60,8 +61,9 @@ function routes({ proxy, push, cache, names, settings }: GenerateInput): Encoded
     const target = parseTarget(name, push, proxy);
     if (!target) continue;
     const vs = push.virtualServiceForHost(proxy.namespace, target.service.hostname);
-    // Routes read the rules of every destination they name: the snapshot version covers them all.
-    const key = `gr|${name}|${proxy.namespace}|p${push.version}|${push.usesSourceMatch ? JSON.stringify(proxy.labels) : ''}`;
+    // Keyed by what the routes read (service, VirtualService, destinations and their rules), so an
+    // edit elsewhere in the mesh reuses the encoded routes.
+    const key = `gr|${name}|${routeInputsKey(push, proxy, target.service, vs)}|t${settings.defaultRequestTimeoutMs}`;
     out.push(
       cache.getOrBuild('rds', key, () => {
         const ctx: RouteContext = {

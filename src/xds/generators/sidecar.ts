@@ -1,16 +1,16 @@
 /**
  * Generators for Envoy sidecars: the capture listeners (outbound 15001, inbound 15006), one outbound
- * listener per service port, route tables per HTTP port, outbound clusters of the visible services,
- * inbound clusters of the proxy's own workload, and the passthrough and blackhole clusters.
+ * listener per service port, outbound clusters of the visible services, inbound clusters of the
+ * proxy's own workload, and the passthrough and blackhole clusters. HTTP routing (per-service route
+ * configurations for services with VIPs, a shared table per port) is in sidecar-http.ts.
  */
 import { Cluster } from '../../gen/envoy/config/cluster/v3/cluster.js';
 import { Listener } from '../../gen/envoy/config/listener/v3/listener.js';
-import { RouteConfiguration } from '../../gen/envoy/config/route/v3/route.js';
-import type { VirtualHost } from '../../gen/envoy/config/route/v3/route_components.js';
 import type { EndpointIndex } from '../../model/endpoint-index.js';
 import type { Proxy } from '../../model/proxy.js';
 import type { PushContext } from '../../model/push-context.js';
 import { isHttpProtocol, type Protocol, type Service } from '../../model/service.js';
+import { contentHash } from '../../util/hash.js';
 import { objectId } from '../../util/identity.js';
 import type { EncodedResource } from '../cache.js';
 import { buildBlackholeCluster, buildInboundCluster, buildPassthroughCluster } from '../envoy/clusters.js';
@@ -26,10 +26,11 @@ import {
   inboundClusterName,
   outboundClusterName,
 } from '../envoy/names.js';
-import { encode, msg, type Shape } from '../envoy/pack.js';
-import { buildHttpRoutes, defaultRoute, destinationCluster, type RouteContext } from '../envoy/routes.js';
+import { encode } from '../envoy/pack.js';
+import { destinationCluster, type RouteContext } from '../envoy/routes.js';
 import { TypeUrl } from '../types.js';
 import { generateEndpoints, visibleOutboundClusters } from './common.js';
+import { httpPlan, sidecarRoutes, vipChainMatch } from './sidecar-http.js';
 import type { GenerateInput, GeneratorSet, GeneratorSettings } from './types.js';
 
 /** A port of the proxy's own workload, from the endpoints that carry the proxy's IP. */
@@ -40,23 +41,19 @@ export interface InboundPort {
 
 /** The proxy's inbound ports: endpoints at its IP addresses, one entry per target port. */
 export function inboundPorts(proxy: Proxy, push: PushContext, endpoints: EndpointIndex): InboundPort[] {
-  type Index = Map<string, InboundPort[]>;
-  const memo = push.memo.get('instances') as { index: EndpointIndex; byIp: Index } | undefined;
-  let byIp: Index;
-  if (memo && memo.index === endpoints) byIp = memo.byIp;
-  else {
-    byIp = new Map();
+  const byIp = push.memoizeWithEndpoints('instances', endpoints, () => {
+    const index = new Map<string, InboundPort[]>();
     for (const svc of push.services) {
       for (const e of endpoints.get(svc.hostname).endpoints) {
         const port = svc.ports.find((p) => p.name === e.servicePortName);
         if (!port) continue;
-        const list = byIp.get(e.address) ?? [];
+        const list = index.get(e.address) ?? [];
         if (!list.some((p) => p.port === e.port)) list.push({ port: e.port, protocol: port.protocol });
-        byIp.set(e.address, list);
+        index.set(e.address, list);
       }
     }
-    push.memo.set('instances', { index: endpoints, byIp });
-  }
+    return index;
+  });
   const out: InboundPort[] = [];
   for (const ip of proxy.ipAddresses) for (const p of byIp.get(ip) ?? []) if (!out.some((o) => o.port === p.port)) out.push(p);
   return out.sort((a, b) => a.port - b.port);
@@ -66,8 +63,10 @@ function clusters({ proxy, push, endpoints, cache, settings }: GenerateInput): R
   // Proxies of one scope with the same inbound ports share one list (and so skip unchanged pushes cheaply).
   const inbound = inboundPorts(proxy, push, endpoints);
   const memoKey = `cds-sidecar|${push.scopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}`;
-  const memo = push.memo.get(memoKey) as { index: EndpointIndex; list: ReadonlyArray<EncodedResource> } | undefined;
-  if (memo && memo.index === endpoints) return memo.list;
+  return push.memoizeWithEndpoints(memoKey, endpoints, () => sidecarClusters(inbound, { proxy, push, endpoints, cache, settings }));
+}
+
+function sidecarClusters(inbound: ReadonlyArray<InboundPort>, { proxy, push, endpoints, cache, settings }: Omit<GenerateInput, 'names'>): ReadonlyArray<EncodedResource> {
   const out = [...visibleOutboundClusters(proxy, push, endpoints, cache, false)];
   const meshId = objectId(push.mesh);
   const fixed = [
@@ -88,7 +87,6 @@ function clusters({ proxy, push, endpoints, cache, settings }: GenerateInput): R
       })),
     );
   }
-  push.memo.set(memoKey, { index: endpoints, list: out });
   return out;
 }
 
@@ -143,18 +141,16 @@ function routeContext(proxy: Proxy, push: PushContext, namespace: string, port: 
 }
 
 function outboundListeners(input: GenerateInput): ReadonlyArray<EncodedResource> {
-  const { proxy, push, cache, settings } = input;
-  const memoKey = `lds-out|${push.scopeKey(proxy)}`;
-  const memo = push.memo.get(memoKey) as ReadonlyArray<EncodedResource> | undefined;
-  if (memo) return memo;
-  const httpPorts = new Set<number>();
+  const { proxy, push } = input;
+  return push.memoize(`lds-out|${push.scopeKey(proxy)}`, () => buildOutboundListeners(input));
+}
+
+function buildOutboundListeners({ proxy, push, cache, settings }: GenerateInput): ReadonlyArray<EncodedResource> {
+  const plan = httpPlan(proxy, push);
   const tcp = new Map<string, { address: string; port: number; chains: FilterChainShape[]; tls: boolean; sni: Set<string> }>();
   for (const svc of push.visibleServices(proxy)) {
     for (const p of svc.ports) {
-      if (isHttpProtocol(p.protocol)) {
-        httpPorts.add(p.port);
-        continue;
-      }
+      if (isHttpProtocol(p.protocol)) continue;
       const address = svc.addresses[0] ?? '0.0.0.0';
       const name = `${address}_${p.port}`;
       const tls = p.protocol === 'TLS' || p.protocol === 'HTTPS';
@@ -176,11 +172,14 @@ function outboundListeners(input: GenerateInput): ReadonlyArray<EncodedResource>
     }
   }
   const out: EncodedResource[] = [];
-  for (const port of [...httpPorts].sort((a, b) => a - b)) {
+  for (const { port, chains } of plan.ports) {
     const name = `0.0.0.0_${port}`;
     tcp.delete(name); // an HTTP listener owns the wildcard address on its port
+    // One stat prefix for every chain of the port: a service with a VIP adds no stats of its own.
+    const statPrefix = `outbound_0.0.0.0_${port}`;
+    const chainsKey = chains.map((c) => `${c.address}/${c.prefixLen}=${c.routeName}`).join(',');
     out.push(
-      cache.getOrBuild('lds', `lo|${name}|${JSON.stringify(settings)}`, () => ({
+      cache.getOrBuild('lds', `lo|${name}|${JSON.stringify(settings)}|${chainsKey.length > 512 ? contentHash(chainsKey) : chainsKey}`, () => ({
         name,
         typeUrl: TypeUrl.Listener,
         bytes: encode(
@@ -191,7 +190,12 @@ function outboundListeners(input: GenerateInput): ReadonlyArray<EncodedResource>
             port,
             bindToPort: false,
             direction: 'outbound',
-            filterChains: [{ filters: [hcmFilter({ ...hcmOptions(settings, `outbound_0.0.0.0_${port}`), rds: String(port) })] }],
+            filterChains: [
+              // services with a VIP: matched on the destination address, each with its own small route configuration
+              ...chains.map((c) => ({ filterChainMatch: vipChainMatch(c), filters: [hcmFilter({ ...hcmOptions(settings, statPrefix), rds: c.routeName })] })),
+              // everything else on the port: the shared table, routed by Host
+              { filters: [hcmFilter({ ...hcmOptions(settings, statPrefix), rds: String(port) })] },
+            ],
           }),
         ),
       })),
@@ -209,12 +213,19 @@ function outboundListeners(input: GenerateInput): ReadonlyArray<EncodedResource>
     });
     out.push(cache.getOrBuild('lds', `lt|${name}|p${push.version}|${push.scopeKey(proxy)}`, () => ({ name, typeUrl: TypeUrl.Listener, bytes: encode(Listener, listener) })));
   }
-  push.memo.set(memoKey, out);
   return out;
 }
 
-function listeners(input: GenerateInput): EncodedResource[] {
-  const { proxy, push, endpoints, cache, settings } = input;
+function listeners(input: GenerateInput): ReadonlyArray<EncodedResource> {
+  // Proxies of one scope with the same inbound ports share one list, so one response frame.
+  const { proxy, push, endpoints } = input;
+  const inbound = inboundPorts(proxy, push, endpoints);
+  const memoKey = `lds-sidecar|${push.scopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}`;
+  return push.memoizeWithEndpoints(memoKey, endpoints, () => sidecarListeners(inbound, input));
+}
+
+function sidecarListeners(inbound: ReadonlyArray<InboundPort>, input: GenerateInput): EncodedResource[] {
+  const { push, cache, settings } = input;
   const out: EncodedResource[] = [];
   const policy = push.mesh.outboundTrafficPolicy;
   out.push(
@@ -238,7 +249,6 @@ function listeners(input: GenerateInput): EncodedResource[] {
       ),
     })),
   );
-  const inbound = inboundPorts(proxy, push, endpoints);
   out.push(
     cache.getOrBuild('lds', `lv-in|${JSON.stringify(inbound)}|${JSON.stringify(settings)}`, () => ({
       name: VIRTUAL_INBOUND_LISTENER,
@@ -277,67 +287,10 @@ function listeners(input: GenerateInput): EncodedResource[] {
   return out;
 }
 
-/** Domains a client in `ns` may use for a service on `port`: FQDN, short forms in its namespace, VIPs. */
-function serviceDomains(svc: Service, port: number, proxyNs: string, domain: string): string[] {
-  const names = [svc.hostname];
-  const suffix = `.svc.${domain}`;
-  if (svc.hostname.endsWith(suffix)) {
-    const base = svc.hostname.slice(0, -suffix.length); // name.ns
-    names.push(`${base}.svc`, base);
-    if (svc.namespace === proxyNs) names.push(base.slice(0, base.lastIndexOf('.')));
-  }
-  names.push(...svc.addresses);
-  return names.flatMap((n) => [n, `${n}:${port}`]);
-}
-
-function routes({ proxy, push, cache, names, settings }: GenerateInput): ReadonlyArray<EncodedResource> {
-  // Proxies of one scope asking for the same (shared) names get one list, so one response frame.
-  const memoKey = `rds-sidecar|${push.scopeKey(proxy)}|${objectId(names)}|${push.usesSourceMatch ? JSON.stringify(proxy.labels) : ''}`;
-  const memo = push.memo.get(memoKey) as ReadonlyArray<EncodedResource> | undefined;
-  if (memo) return memo;
-  const out: EncodedResource[] = [];
-  for (const name of names ?? []) {
-    const port = Number(name);
-    if (!Number.isInteger(port)) continue;
-    const key = `sr|${name}|p${push.version}|${push.scopeKey(proxy)}|${push.usesSourceMatch ? JSON.stringify(proxy.labels) : ''}`;
-    out.push(
-      cache.getOrBuild('rds', key, () => {
-        const used = new Set<string>();
-        const vhosts: Shape<VirtualHost>[] = [];
-        for (const svc of push.visibleServices(proxy)) {
-          if (!svc.ports.some((p) => p.port === port && isHttpProtocol(p.protocol))) continue;
-          const domains = serviceDomains(svc, port, proxy.namespace, push.mesh.domain).filter((d) => !used.has(d));
-          if (domains.length === 0) continue;
-          for (const d of domains) used.add(d);
-          const vs = push.virtualServiceForHost(proxy.namespace, svc.hostname);
-          const ctx = routeContext(proxy, push, vs?.namespace ?? svc.namespace, port, 'mesh', settings.defaultRequestTimeoutMs);
-          const r = vs ? buildHttpRoutes(`${vs.namespace}.${vs.source.meta.name}`, vs.http, ctx) : [];
-          if (r.length === 0) r.push(defaultRoute(svc, port, ctx));
-          vhosts.push({ name: `${svc.hostname}:${port}`, domains, routes: r });
-        }
-        const allowAny = push.mesh.outboundTrafficPolicy === 'ALLOW_ANY';
-        vhosts.push({
-          name: allowAny ? 'allow_any' : 'block_all',
-          domains: ['*'],
-          routes: [
-            allowAny
-              ? { name: 'allow_any', match: { prefix: '/' }, route: { cluster: PASSTHROUGH_CLUSTER, timeout: { seconds: 0, nanos: 0 } } }
-              : { name: 'block_all', match: { prefix: '/' }, directResponse: { status: 502 } },
-          ],
-        });
-        const rc = msg(RouteConfiguration, { name, virtualHosts: vhosts, validateClusters: false });
-        return { name, typeUrl: TypeUrl.Route, bytes: encode(RouteConfiguration, rc) };
-      }),
-    );
-  }
-  push.memo.set(memoKey, out);
-  return out;
-}
-
 export const sidecarGenerators: GeneratorSet = {
   [TypeUrl.Cluster]: clusters,
   [TypeUrl.Listener]: listeners,
-  [TypeUrl.Route]: routes,
+  [TypeUrl.Route]: sidecarRoutes,
   [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names }) =>
     generateEndpoints(proxy, push, endpoints, cache, names, true, () =>
       visibleOutboundClusters(proxy, push, endpoints, cache, false).map((c) => c.name),

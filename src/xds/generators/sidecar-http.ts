@@ -1,0 +1,243 @@
+/**
+ * Outbound HTTP for sidecars (see docs/adr/0014): which route configuration serves which traffic, and
+ * the route configurations themselves.
+ *
+ * Each HTTP port has one listener `0.0.0.0_<port>`. A service with virtual IPs gets a filter chain
+ * per VIP in it, matched on the destination address, whose connection manager uses the service's
+ * own route configuration `<host>:<port>`; services without a VIP (headless, ServiceEntries without
+ * addresses) share the port's route table `<port>` in the listener's unmatched chain, which also
+ * holds the catch-all virtual host. A VirtualService edit then changes one small route configuration
+ * rather than the table of every service on the port.
+ *
+ * Virtual hosts are encoded once per set of inputs (route-inputs.ts) and spliced into the route
+ * configurations, so a table of a thousand services re-encodes only the hosts that changed.
+ */
+import { isIP } from 'node:net';
+import { RouteConfiguration } from '../../gen/envoy/config/route/v3/route.js';
+import { VirtualHost } from '../../gen/envoy/config/route/v3/route_components.js';
+import type { Proxy } from '../../model/proxy.js';
+import type { PushContext } from '../../model/push-context.js';
+import { isHttpProtocol, type Service } from '../../model/service.js';
+import { contentHash } from '../../util/hash.js';
+import { objectId } from '../../util/identity.js';
+import type { EncodedResource, ResourceCache } from '../cache.js';
+import type { FilterChainShape } from '../envoy/listeners.js';
+import { PASSTHROUGH_CLUSTER } from '../envoy/names.js';
+import { encode, msg, type Shape } from '../envoy/pack.js';
+import { buildHttpRoutes, defaultRoute, type RouteContext } from '../envoy/routes.js';
+import { TypeUrl } from '../types.js';
+import { encodeRepeatedField } from '../wire.js';
+import { routeInputsKey, sourceMatchKey } from './route-inputs.js';
+import type { GenerateInput, GeneratorSettings } from './types.js';
+
+/** One VIP of a service on an HTTP port: a filter chain of the port's listener. */
+export interface VipChain {
+  readonly address: string;
+  readonly prefixLen: number;
+  readonly routeName: string;
+}
+
+export interface HttpPortPlan {
+  readonly port: number;
+  /** Filter chains of services with VIPs, in service order. */
+  readonly chains: ReadonlyArray<VipChain>;
+  /** Services routed through the shared table `<port>`: no usable VIP. */
+  readonly shared: ReadonlyArray<Service>;
+}
+
+export interface HttpPlan {
+  /** By port, ascending. */
+  readonly ports: ReadonlyArray<HttpPortPlan>;
+  /** Per-service route configuration name → the service and port it routes. */
+  readonly byRouteName: ReadonlyMap<string, { readonly service: Service; readonly port: number }>;
+}
+
+/** Name of the route configuration of a service with a VIP on one port. */
+export function serviceRouteName(hostname: string, port: number): string {
+  return `${hostname}:${port}`;
+}
+
+/** A VIP as address and prefix length; undefined for what is not an IP address or CIDR range. */
+function parseVip(address: string): { address: string; prefixLen: number } | undefined {
+  const slash = address.indexOf('/');
+  const ip = slash >= 0 ? address.slice(0, slash) : address;
+  const family = isIP(ip);
+  if (family === 0) return undefined;
+  const max = family === 6 ? 128 : 32;
+  const len = slash >= 0 ? Number(address.slice(slash + 1)) : max;
+  if (!Number.isInteger(len) || len < 0 || len > max) return undefined;
+  return { address: ip, prefixLen: len };
+}
+
+/** The HTTP routing plan of a proxy's scope: one per scope and snapshot. */
+export function httpPlan(proxy: Proxy, push: PushContext): HttpPlan {
+  return push.memoize(`http-plan|${push.scopeKey(proxy)}`, () => {
+    const ports = new Map<number, { chains: VipChain[]; shared: Service[]; claimed: Set<string> }>();
+    const byRouteName = new Map<string, { service: Service; port: number }>();
+    for (const svc of push.visibleServices(proxy)) {
+      for (const p of svc.ports) {
+        if (!isHttpProtocol(p.protocol)) continue;
+        let entry = ports.get(p.port);
+        if (!entry) {
+          entry = { chains: [], shared: [], claimed: new Set() };
+          ports.set(p.port, entry);
+        }
+        const routeName = serviceRouteName(svc.hostname, p.port);
+        let chained = false;
+        for (const a of svc.addresses) {
+          const vip = parseVip(a);
+          // a VIP another service on this port already has stays with that one (first service wins)
+          if (!vip || entry.claimed.has(`${vip.address}/${vip.prefixLen}`)) continue;
+          entry.claimed.add(`${vip.address}/${vip.prefixLen}`);
+          entry.chains.push({ ...vip, routeName });
+          chained = true;
+        }
+        if (chained) byRouteName.set(routeName, { service: svc, port: p.port });
+        else entry.shared.push(svc);
+      }
+    }
+    const sorted = [...ports.entries()].sort(([a], [b]) => a - b).map(([port, e]) => ({ port, chains: e.chains, shared: e.shared }));
+    return { ports: sorted, byRouteName };
+  });
+}
+
+/** Filter-chain match of a VIP chain. */
+export function vipChainMatch(chain: VipChain): NonNullable<FilterChainShape['filterChainMatch']> {
+  return { prefixRanges: [{ addressPrefix: chain.address, prefixLen: chain.prefixLen }] };
+}
+
+/** Domains a client in `ns` may use for a service on `port`: FQDN, short forms in its namespace, VIPs. */
+function serviceDomains(svc: Service, port: number, proxyNs: string, domain: string): string[] {
+  const names = [svc.hostname];
+  const suffix = `.svc.${domain}`;
+  if (svc.hostname.endsWith(suffix)) {
+    const base = svc.hostname.slice(0, -suffix.length); // name.ns
+    names.push(`${base}.svc`, base);
+    if (svc.namespace === proxyNs) names.push(base.slice(0, base.lastIndexOf('.')));
+  }
+  names.push(...svc.addresses);
+  return names.flatMap((n) => [n, `${n}:${port}`]);
+}
+
+/** A service's virtual host, encoded, with the key it is cached under. */
+function serviceVirtualHost(
+  svc: Service,
+  port: number,
+  domains: ReadonlyArray<string>,
+  domainsKey: string,
+  proxy: Proxy,
+  push: PushContext,
+  cache: ResourceCache,
+  settings: GeneratorSettings,
+): { key: string; bytes: Uint8Array } {
+  const vs = push.virtualServiceForHost(proxy.namespace, svc.hostname);
+  const key = `vh|${svc.hostname}:${port}|${routeInputsKey(push, proxy, svc, vs)}|${domainsKey}|t${settings.defaultRequestTimeoutMs}`;
+  const bytes = cache.getOrBuildFragment('rds', key, () => {
+    const ctx: RouteContext = {
+      push,
+      proxy,
+      namespace: vs?.namespace ?? svc.namespace,
+      listenerPort: port,
+      proxyless: false,
+      defaultTimeoutMs: settings.defaultRequestTimeoutMs,
+      gateway: 'mesh',
+    };
+    const routes = vs ? buildHttpRoutes(`${vs.namespace}.${vs.source.meta.name}`, vs.http, ctx) : [];
+    if (routes.length === 0) routes.push(defaultRoute(svc, port, ctx));
+    return encode(VirtualHost, msg(VirtualHost, { name: serviceRouteName(svc.hostname, port), domains, routes }));
+  });
+  return { key, bytes };
+}
+
+/** The virtual host for traffic no service claims: passthrough or 502, by the mesh's outbound policy. */
+function catchAllVirtualHost(push: PushContext, cache: ResourceCache): { key: string; bytes: Uint8Array } {
+  const allowAny = push.mesh.outboundTrafficPolicy === 'ALLOW_ANY';
+  const key = `vh-catchall|${allowAny}`;
+  const bytes = cache.getOrBuildFragment('rds', key, () => {
+    const vh: Shape<VirtualHost> = {
+      name: allowAny ? 'allow_any' : 'block_all',
+      domains: ['*'],
+      routes: [
+        allowAny
+          ? { name: 'allow_any', match: { prefix: '/' }, route: { cluster: PASSTHROUGH_CLUSTER, timeout: { seconds: 0, nanos: 0 } } }
+          : { name: 'block_all', match: { prefix: '/' }, directResponse: { status: 502 } },
+      ],
+    };
+    return encode(VirtualHost, msg(VirtualHost, vh));
+  });
+  return { key, bytes };
+}
+
+/** A RouteConfiguration from encoded virtual hosts: the same bytes the generated encoder writes. */
+function assembleRouteConfiguration(name: string, vhosts: ReadonlyArray<Uint8Array>): Uint8Array {
+  return Buffer.concat([
+    encode(RouteConfiguration, msg(RouteConfiguration, { name })),
+    encodeRepeatedField(2, vhosts),
+    encode(RouteConfiguration, msg(RouteConfiguration, { validateClusters: false })),
+  ]);
+}
+
+function cachedRouteConfiguration(name: string, parts: ReadonlyArray<{ key: string; bytes: Uint8Array }>, cache: ResourceCache): EncodedResource {
+  // tables of many hosts have long keys: name them by a hash of their parts' keys
+  const joined = parts.map((p) => p.key).join('\n');
+  const key = `rc|${name}|${joined.length > 512 ? contentHash(joined) : joined}`;
+  return cache.getOrBuild('rds', key, () => ({ name, typeUrl: TypeUrl.Route, bytes: assembleRouteConfiguration(name, parts.map((p) => p.bytes)) }));
+}
+
+/** The shared table of a port: services without a VIP, each domain used once, then the catch-all. */
+function sharedRouteTable(port: number, plan: HttpPortPlan | undefined, input: GenerateInput): EncodedResource {
+  const { proxy, push, cache, settings } = input;
+  const used = new Set<string>();
+  const parts: Array<{ key: string; bytes: Uint8Array }> = [];
+  for (const svc of plan?.shared ?? []) {
+    const all = serviceDomains(svc, port, proxy.namespace, push.mesh.domain);
+    const domains = all.filter((d) => !used.has(d));
+    if (domains.length === 0) continue;
+    for (const d of domains) used.add(d);
+    const key = domains.length === all.length ? domainsVariant(svc, proxy) : domains.join(',');
+    parts.push(serviceVirtualHost(svc, port, domains, key, proxy, push, cache, settings));
+  }
+  parts.push(catchAllVirtualHost(push, cache));
+  return cachedRouteConfiguration(String(port), parts, cache);
+}
+
+/** The route configuration of one service with a VIP: its virtual host, then the catch-all. */
+function serviceRouteConfiguration(name: string, service: Service, port: number, input: GenerateInput): EncodedResource {
+  const { proxy, push, cache, settings } = input;
+  // Scopes share the configuration when its inputs are the same (a service outside their namespaces)
+  const vs = push.virtualServiceForHost(proxy.namespace, service.hostname);
+  const memoKey = `rds-svc|${name}|${routeInputsKey(push, proxy, service, vs)}|${domainsVariant(service, proxy)}|t${settings.defaultRequestTimeoutMs}`;
+  return push.memoize(memoKey, () => {
+    const domains = serviceDomains(service, port, proxy.namespace, push.mesh.domain);
+    const parts = [serviceVirtualHost(service, port, domains, domainsVariant(service, proxy), proxy, push, cache, settings), catchAllVirtualHost(push, cache)];
+    return cachedRouteConfiguration(name, parts, cache);
+  });
+}
+
+/**
+ * What the domains of a service depend on besides the service (in the inputs key), the port and the
+ * mesh domain: whether the client is in the service's namespace (then the bare name is one).
+ */
+function domainsVariant(svc: Service, proxy: Proxy): string {
+  return svc.namespace === proxy.namespace ? 'own-ns' : 'other-ns';
+}
+
+/** Sidecar RDS: the requested shared tables (`<port>`) and per-service configurations (`<host>:<port>`). */
+export function sidecarRoutes(input: GenerateInput): ReadonlyArray<EncodedResource> {
+  const { proxy, push, names } = input;
+  // Proxies of one scope asking for the same (shared) names get one list, so one response frame.
+  return push.memoize(`rds-sidecar|${push.scopeKey(proxy)}|${objectId(names)}|${sourceMatchKey(push, proxy)}`, () => {
+    const plan = httpPlan(proxy, push);
+    const out: EncodedResource[] = [];
+    for (const name of names ?? []) {
+      const port = /^\d+$/.test(name) ? Number(name) : NaN;
+      if (Number.isInteger(port)) {
+        out.push(sharedRouteTable(port, plan.ports.find((p) => p.port === port), input));
+        continue;
+      }
+      const target = plan.byRouteName.get(name);
+      if (target) out.push(serviceRouteConfiguration(name, target.service, target.port, input));
+    }
+    return out;
+  });
+}

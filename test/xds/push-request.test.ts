@@ -1,0 +1,28 @@
+/** Which xDS types a push regenerates, by its causes. */
+import { affectedTypes, mergePushRequests, pushRequest } from '../../src/xds/push-request.js';
+import { TypeUrl } from '../../src/xds/types.js';
+
+const sorted = (s: ReadonlySet<string>): string[] => [...s].sort();
+const ALL = sorted(new Set([TypeUrl.Cluster, TypeUrl.Endpoint, TypeUrl.Listener, TypeUrl.Route]));
+
+describe('affectedTypes', () => {
+  it('is EDS alone for an endpoint push', () => {
+    expect(sorted(affectedTypes(pushRequest({ full: false, reason: 'endpoint', edsHosts: ['a'] })))).toEqual([TypeUrl.Endpoint]);
+  });
+
+  it('is listeners and routes for VirtualService and Gateway changes', () => {
+    const vs = pushRequest({ full: true, reason: 'config', kinds: ['VirtualService'] });
+    expect(sorted(affectedTypes(vs))).toEqual(sorted(new Set([TypeUrl.Listener, TypeUrl.Route])));
+    const both = mergePushRequests(vs, pushRequest({ full: true, reason: 'config', kinds: ['Gateway'] }));
+    expect(sorted(affectedTypes(both))).toEqual(sorted(new Set([TypeUrl.Listener, TypeUrl.Route])));
+  });
+
+  it('is every type once a kind that shapes clusters, or another cause, takes part', () => {
+    const vs = pushRequest({ full: true, reason: 'config', kinds: ['VirtualService'] });
+    expect(sorted(affectedTypes(mergePushRequests(vs, pushRequest({ full: true, reason: 'config', kinds: ['DestinationRule'] }))))).toEqual(ALL);
+    expect(sorted(affectedTypes(mergePushRequests(vs, pushRequest({ full: true, reason: 'service' }))))).toEqual(ALL);
+    expect(sorted(affectedTypes(mergePushRequests(vs, pushRequest({ full: false, reason: 'endpoint', edsHosts: ['a'] }))))).toEqual(ALL);
+    expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'global' })))).toEqual(ALL);
+    expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'config', kinds: ['Sidecar'] })))).toEqual(ALL);
+  });
+});
