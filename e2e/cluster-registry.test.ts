@@ -88,7 +88,14 @@ beforeAll(async () => {
   daemon = await startDaemon({
     registries: 'Cluster',
     args: ['--clusterconfig', kubeconfig, '--resync', '10s'],
-    env: { DISC_ENABLE_STATUS: 'true', DISC_ENABLE_ANALYSIS: 'true', POD_NAMESPACE: ns, POD_NAME: 'meshd-e2e-0' },
+    env: {
+      DISC_ENABLE_STATUS: 'true',
+      DISC_ENABLE_ANALYSIS: 'true',
+      DISC_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION: 'true',
+      DISC_WORKLOAD_ENTRY_GRACE_PERIOD: '2s',
+      POD_NAMESPACE: ns,
+      POD_NAME: 'meshd-e2e-0',
+    },
     readyTimeoutMs: 60_000,
   });
   client = await startXdsClient({ xdsAddr: daemon.grpcAddr, nodeId: `sidecar~198.18.255.1~client.${ns}~${ns}.svc.cluster.local` });
@@ -184,6 +191,37 @@ describe('Cluster registry', () => {
     expect(elapsed).toBeLessThan(1000);
     await scale(creds, ns, 'echo-v1', 2);
   }, 120_000);
+});
+
+describe('workload-entry auto-registration', () => {
+  it('gives a workload connecting with a WorkloadGroup a WorkloadEntry, removed after the grace period once it leaves', async () => {
+    await apply(creds, {
+      apiVersion: 'networking.mesh.io/v1',
+      kind: 'WorkloadGroup',
+      metadata: { name: 'vm', namespace: ns },
+      spec: { template: { labels: { app: 'vm-app' }, serviceAccount: 'default', ports: { grpc: 7070 } } },
+    } as never);
+    const ip = '198.18.250.7';
+    interface Entry {
+      metadata: { name: string };
+      spec: { address?: string; labels?: Record<string, string> };
+    }
+    const entries = async (): Promise<Entry[]> =>
+      ((await kubeRequest(creds, 'GET', `/apis/networking.mesh.io/v1/namespaces/${ns}/workloadentries`)).body as { items?: Entry[] }).items ?? [];
+    const vm = await startXdsClient({ xdsAddr: daemon!.grpcAddr, nodeId: `sidecar~${ip}~vm-1.${ns}~${ns}.svc.cluster.local`, metadata: { WORKLOAD_GROUP: 'vm', NAMESPACE: ns } });
+    try {
+      await vm.call(TARGET, { count: 1 }); // the first call opens the xDS stream
+      const entry = await pollUntil(async () => (await entries()).find((e) => e.spec.address === ip), {
+        timeoutMs: 20_000,
+        what: 'a WorkloadEntry for the connected workload',
+        diagnostics,
+      });
+      expect(entry.spec.labels?.app).toBe('vm-app');
+    } finally {
+      await vm.close();
+    }
+    await pollUntil(async () => !(await entries()).some((e) => e.spec.address === ip), { timeoutMs: 30_000, what: 'the entry to be removed after the grace period', diagnostics });
+  }, 90_000);
 });
 
 describe('API server restart', () => {

@@ -24,7 +24,7 @@ import { generatorsFor } from './generators.js';
 import type { DaemonConfig } from './daemon-config.js';
 import { MeshConfigWatcher } from './mesh-config.js';
 import { createClusterSide } from './cluster.js';
-import { createDaemonControllers } from '../controllers/daemon-controllers.js';
+import { createDaemonControllers, type DaemonControllers } from '../controllers/daemon-controllers.js';
 
 export interface RunningDaemon {
   readonly grpcPort: number;
@@ -112,6 +112,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     },
     new Set(cfg.xdsCache.cds ? [] : ['cds']),
   );
+  let controllers: DaemonControllers | undefined;
   const ads = new DiscoveryServer({
     model: () => model.current(),
     generatorsFor,
@@ -120,12 +121,16 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     metrics,
     log: logs.ads,
     options: { ...cfg.ads, controlPlaneId: cfg.podName || `meshd-${process.pid}` },
+    observer: {
+      connected: (proxy) => controllers?.workloadEntries?.connected(proxy),
+      disconnected: (proxy) => controllers?.workloadEntries?.disconnected(proxy),
+    },
   });
   model.onPush((req) => ads.push(req));
 
   // Controllers that write back to the cluster: status (leader only), distribution tracking,
   // workload-entry auto-registration (src/controllers/daemon-controllers.ts).
-  const controllers = cluster
+  controllers = cluster
     ? createDaemonControllers({
         env: cfg.env,
         client: cluster.client,

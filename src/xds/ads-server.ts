@@ -46,6 +46,14 @@ export interface AdsDeps {
   readonly metrics: Metrics;
   readonly log: Logger;
   readonly options: AdsOptions;
+  /**
+   * Told when a proxy's stream opens and ends (workload-entry auto-registration). Its failures are
+   * logged; they never affect the stream.
+   */
+  readonly observer?: {
+    connected(proxy: Proxy): void | Promise<void>;
+    disconnected(proxy: Proxy): void | Promise<void>;
+  };
 }
 
 const SERVICE = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
@@ -170,6 +178,7 @@ export class DiscoveryServer {
         this.queue.remove(conn);
         this.deps.metrics.xdsClients.dec();
         log.info({ conn: conn.id, peer: conn.proxy.id }, 'ADS: connection closed');
+        this.observe('disconnected', conn.proxy);
       }
     };
     call.on('data', (raw: Buffer) => {
@@ -199,6 +208,19 @@ export class DiscoveryServer {
     call.on('cancelled', () => finish());
   }
 
+  private observe(event: 'connected' | 'disconnected', proxy: Proxy): void {
+    const observer = this.deps.observer;
+    if (!observer) return;
+    const report = (err: unknown): void => {
+      this.deps.log.warn({ proxy: proxy.id, err: err instanceof Error ? err.message : String(err) }, `ADS: ${event} observer failed`);
+    };
+    try {
+      void Promise.resolve(observer[event](proxy)).catch(report);
+    } catch (err) {
+      report(err);
+    }
+  }
+
   private accept(call: DuplexCall, raw: Buffer, delta: boolean, writer: ResponseWriter): Connection {
     const node = this.decode(raw, delta).node;
     if (!node?.id) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'first discovery request must carry node.id');
@@ -212,6 +234,7 @@ export class DiscoveryServer {
     const conn = new Connection(proxy, call.getPeer(), delta, writer);
     this.connections.set(conn.id, conn);
     this.deps.metrics.xdsClients.inc();
+    this.observe('connected', proxy);
     this.deps.log.info({ conn: conn.id, type: proxy.type, delta }, 'ADS: new connection');
     return conn;
   }
