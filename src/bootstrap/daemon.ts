@@ -112,7 +112,8 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     },
     new Set(cfg.xdsCache.cds ? [] : ['cds']),
   );
-  let controllers: DaemonControllers | undefined;
+  // Filled in once the controllers exist (they need the model, which the ADS server feeds from).
+  const late: { controllers?: DaemonControllers } = {};
   const ads = new DiscoveryServer({
     model: () => model.current(),
     generatorsFor,
@@ -122,15 +123,15 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     log: logs.ads,
     options: { ...cfg.ads, controlPlaneId: cfg.podName || `meshd-${process.pid}` },
     observer: {
-      connected: (proxy) => controllers?.workloadEntries?.connected(proxy),
-      disconnected: (proxy) => controllers?.workloadEntries?.disconnected(proxy),
+      connected: (proxy) => late.controllers?.workloadEntries?.connected(proxy),
+      disconnected: (proxy) => late.controllers?.workloadEntries?.disconnected(proxy),
     },
   });
   model.onPush((req) => ads.push(req));
 
   // Controllers that write back to the cluster: status (leader only), distribution tracking,
   // workload-entry auto-registration (src/controllers/daemon-controllers.ts).
-  controllers = cluster
+  const controllers = cluster
     ? createDaemonControllers({
         env: cfg.env,
         client: cluster.client,
@@ -142,6 +143,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
         logs: { status: logs.source, wle: logs.source, leader: logs.main },
       })
     : undefined;
+  late.controllers = controllers;
   await controllers?.start();
 
   const server = new grpc.Server({
