@@ -170,6 +170,15 @@ describe('workload entry auto-registration', () => {
   });
 
   test('another daemon leaves entries of a live daemon alone, takes over a workload that moves to it, and cleans up after a daemon whose pod is gone', async () => {
+    // The namespace's default ServiceAccount appears shortly after the namespace; pods wait for it.
+    for (let i = 0; i < 100; i++) {
+      try {
+        await client.get({ apiVersion: 'v1', kind: 'ServiceAccount', namespace: ns, name: 'default' });
+        break;
+      } catch {
+        await sleep(100);
+      }
+    }
     await client.create({
       apiVersion: 'v1',
       kind: 'Pod',
