@@ -14,6 +14,7 @@ export const MESSAGES = Object.freeze({
   UnknownDestinationSubset: type('MESH0103', 'UnknownDestinationSubset', 'ERROR', 'A route destination names a subset that no applicable DestinationRule defines.'),
   GatewaySelectorMatchesNothing: type('MESH0104', 'GatewaySelectorMatchesNothing', 'ERROR', 'A Gateway selector matches no workload, so no gateway proxy serves it.'),
   ConflictingDestinationRules: type('MESH0105', 'ConflictingDestinationRules', 'WARNING', 'Several DestinationRules of one namespace apply to the same host; only the oldest takes effect.'),
+  SchemaValidationError: type('MESH0107', 'SchemaValidationError', 'ERROR', 'A resource does not pass validation; the daemon ignores it and keeps the last valid version.'),
   ServiceEntryWithoutPorts: type('MESH0106', 'ServiceEntryWithoutPorts', 'WARNING', 'A ServiceEntry declares no ports, so proxies get no listener or cluster for its hosts.'),
 });
 

@@ -25,8 +25,16 @@ export interface ReadResult {
   readonly order: string[];
 }
 
-/** Reads every input named by `args` (in order; a file named twice, in any spelling, is read once). */
-export async function readInputs(args: readonly string[], readStdin: (() => Promise<string>) | undefined): Promise<ReadResult> {
+/**
+ * Reads every input named by `args` (in order; a file named twice, in any spelling, is read once).
+ * `recursive: false` reads only the files directly inside a directory argument.
+ */
+export async function readInputs(
+  args: readonly string[],
+  readStdin: (() => Promise<string>) | undefined,
+  opts: { readonly recursive?: boolean } = {},
+): Promise<ReadResult> {
+  const recursive = opts.recursive ?? true;
   const inputs: Input[] = [];
   const findings: Finding[] = [];
   const seen = new Set<string>();
@@ -72,7 +80,7 @@ export async function readInputs(args: readonly string[], readStdin: (() => Prom
       await readOne(arg, info.size);
       continue;
     }
-    const files = await listDirectory(arg, fail);
+    const files = await listDirectory(arg, fail, recursive);
     if (files.length === 0) {
       order.push(arg);
       findings.push({ level: 'Warning', file: arg, path: '', message: 'directory has no .yaml, .yml or .json files' });
@@ -82,7 +90,7 @@ export async function readInputs(args: readonly string[], readStdin: (() => Prom
   return { inputs, findings, order };
 }
 
-async function listDirectory(dir: string, fail: (file: string, message: string) => void): Promise<{ path: string; size: number }[]> {
+async function listDirectory(dir: string, fail: (file: string, message: string) => void, recursive: boolean): Promise<{ path: string; size: number }[]> {
   let entries;
   try {
     entries = await readdir(dir, { withFileTypes: true });
@@ -96,7 +104,7 @@ async function listDirectory(dir: string, fail: (file: string, message: string) 
     if (e.name.startsWith('.')) continue;
     const path = join(dir, e.name);
     if (e.isDirectory()) {
-      out.push(...(await listDirectory(path, fail)));
+      if (recursive) out.push(...(await listDirectory(path, fail, recursive)));
     } else if ((e.isFile() || e.isSymbolicLink()) && EXTENSIONS.has(extname(e.name).toLowerCase())) {
       try {
         const st = await stat(path);
