@@ -60,3 +60,16 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * A copy of `value` with every map's keys in sorted order. Text the render embeds in objects (a
+ * ConfigMap's YAML or JSON) is written from key-sorted values, so that the same spec gives the same
+ * text whichever way its maps were ordered (a file's order, or the API server's sorted order).
+ */
+export function sortKeys<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((v) => sortKeys(v)) as T;
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(value).sort()) out[k] = sortKeys((value as Record<string, unknown>)[k]);
+  return out as T;
+}

@@ -111,6 +111,23 @@ describe('output', () => {
     }
   });
 
+  it('writes the same ConfigMap text whatever order the spec maps come in (the API server hands the operator sorted keys)', async () => {
+    const tmp = tmpDir();
+    const file = (name: string, body: string): string => tmp.write(name, `apiVersion: install.mesh.io/v1alpha1\nkind: MeshOperator\nspec:\n${body}`);
+    const forward = file('forward.yaml', '  meshConfig:\n    trustDomain: example.org\n    accessLogFile: /dev/stdout\n  values:\n    zeta: {b: 1, a: 2}\n    alpha: true\n');
+    const backward = file('backward.yaml', '  values:\n    alpha: true\n    zeta: {a: 2, b: 1}\n  meshConfig:\n    accessLogFile: /dev/stdout\n    trustDomain: example.org\n');
+    const data = async (f: string) =>
+      (await render([], { files: [f] }))
+        .flatMap((m) => m.objects)
+        .filter((o) => o.kind === 'ConfigMap')
+        .map((o) => [o.metadata.name, (o as K8sObject & { data?: unknown }).data]);
+    const a = await data(forward);
+    expect(a.length).toBeGreaterThanOrEqual(2);
+    expect(JSON.stringify(a)).toContain('example.org');
+    expect(await data(backward)).toEqual(a);
+    tmp.cleanup();
+  });
+
   it('orders each component by kind, then namespace and name', async () => {
     for (const m of await render(['profile=demo'])) {
       const ranks = m.objects.map((o) => KIND_ORDER.indexOf(o.kind));

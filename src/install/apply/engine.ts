@@ -25,6 +25,11 @@
  * A component whose apply fails stops the loop: later components are not applied (they depend on
  * earlier ones) and nothing is pruned.
  *
+ * Gateways are not renamed per revision, so two installations may render the same gateway. Before a
+ * gateway component is applied, each of its objects (Namespaces aside) that already carries another
+ * installation's labels fails the component, naming the object and its installation, and nothing of
+ * that component is written: one installation never silently takes over another's gateway.
+ *
  * Then prune: objects carrying this owner's and revision's labels that the render no longer holds
  * are deleted (a disabled component, a removed gateway, an object dropped by an overlay). Never
  * pruned: unlabelled objects (they are never listed), objects of another owner or revision (the
@@ -168,6 +173,9 @@ function groupKindOf(o: K8sObject): string {
   return `${slash < 0 ? '' : o.apiVersion.slice(0, slash)}/${o.kind}`;
 }
 
+/** Components whose objects keep their names across revisions (gateways). */
+const GUARDED_COMPONENTS: ReadonlySet<ComponentName> = new Set<ComponentName>(['IngressGateways', 'EgressGateways']);
+
 class Applier {
   /** Dry run: namespaces and custom kinds that this run would create, so that their objects cannot be checked by the server. */
   private readonly newNamespaces = new Set<string>();
@@ -179,6 +187,30 @@ class Applier {
     private readonly dryRun: boolean,
     private readonly signal: AbortSignal | undefined,
   ) {}
+
+  /**
+   * Objects of `objects` that exist and belong to another installation than the one that rendered
+   * them, one message each (see the module comment).
+   */
+  async foreignOwners(objects: readonly K8sObject[]): Promise<string[]> {
+    const found = await Promise.all(
+      objects
+        .filter((o) => o.kind !== 'Namespace')
+        .map(async (o) => {
+          const live = await this.client.find<LiveObject>(refOf(o), this.signal);
+          const theirs = live ? installationOf(live) : undefined;
+          const ours = installationOf(o);
+          const sameNamespace = live?.metadata.labels?.[OWNING_RESOURCE_NAMESPACE_LABEL] === o.metadata.labels?.[OWNING_RESOURCE_NAMESPACE_LABEL];
+          if (!theirs || (theirs === ours && sameNamespace)) return undefined;
+          const where = live?.metadata.labels?.[OWNING_RESOURCE_NAMESPACE_LABEL];
+          return (
+            `${displayName(o)} belongs to installation ${where ? `${where}/` : ''}${describeInstallation(theirs)}; ` +
+            'give this gateway another name or namespace, or disable it in this installation'
+          );
+        }),
+    );
+    return found.filter((m): m is string => m !== undefined);
+  }
 
   async apply(o: K8sObject): Promise<'created' | 'updated' | 'unchanged'> {
     if (this.dryRun && ((o.metadata.namespace && this.newNamespaces.has(o.metadata.namespace)) || this.newKinds.has(groupKindOf(o)))) return 'created';
@@ -250,6 +282,14 @@ export async function reconcileInstallation(client: KubeClient, manifests: reado
       for (const crd of crds) {
         const spec = (crd.spec ?? {}) as { group?: string; versions?: Array<{ name?: string }> };
         for (const v of spec.versions ?? []) if (spec.group && v.name) client.discovery.invalidate(`${spec.group}/${v.name}`);
+      }
+    }
+    if (ok && GUARDED_COMPONENTS.has(m.component)) {
+      const foreign = await applier.foreignOwners(rest);
+      if (foreign.length > 0) {
+        r.errors.push(...foreign);
+        for (const message of foreign) emit({ type: 'object', component: m.component, object: message.slice(0, message.indexOf(' belongs to')), action: 'failed', message });
+        ok = false;
       }
     }
     if (ok) ok = await applyAll(rest);

@@ -13,6 +13,7 @@
  * Then it renders the installed spec and the new one, prints what changes (render-diff.ts), asks
  * for confirmation (not with `-y` or `--dry-run`) and applies like install (run-install.ts).
  */
+import { sortKeys } from '../tree.js';
 import type { CommandOutcome } from '../../cli/runner.js';
 import { getBuildInfo } from '../../version/build-info.js';
 import { InstallError } from '../errors.js';
@@ -26,15 +27,6 @@ export interface UpgradeRequest extends SpecFlags {
   readonly skipConfirmation: boolean;
   readonly readinessTimeoutMs: number;
   readonly verify: boolean;
-}
-
-/** A copy of `value` with every map's keys in sorted order. */
-export function sortKeys<T>(value: T): T {
-  if (Array.isArray(value)) return value.map((v) => sortKeys(v)) as T;
-  if (typeof value !== 'object' || value === null) return value;
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(value).sort()) out[k] = sortKeys((value as Record<string, unknown>)[k]);
-  return out as T;
 }
 
 /** `major.minor` of a version text such as `1.4.2` or `v1.4.0-beta.1`; undefined when it has none. */

@@ -7,7 +7,7 @@
  */
 import type { EnvVar, ServicePort } from '../api.js';
 import { INJECT_POD_LABEL, REVISION_LABEL } from '../labels.js';
-import { deepMerge } from '../tree.js';
+import { deepMerge, sortKeys } from '../tree.js';
 import { toYaml } from '../yaml-io.js';
 import { MESHD_SERVICE_ACCOUNT } from './base.js';
 import {
@@ -218,11 +218,11 @@ function renderConfigMaps(ctx: RenderContext, labels: Record<string, string>): K
   return [
     {
       ...objectHead(ctx, COMPONENT, 'v1', 'ConfigMap', n.meshConfigMap, { namespace: n.namespace, labels }),
-      data: { mesh: toYaml(renderedMeshConfig(ctx)), meshNetworks: 'networks: {}\n' },
+      data: { mesh: toYaml(sortKeys(renderedMeshConfig(ctx))), meshNetworks: 'networks: {}\n' },
     },
     {
       ...objectHead(ctx, COMPONENT, 'v1', 'ConfigMap', n.injectorConfigMap, { namespace: n.namespace, labels: { ...labels, app: 'sidecar-injector' } }),
-      data: { config: toYaml(injectorConfig), values: `${JSON.stringify(injectorValues(ctx), null, 2)}\n` },
+      data: { config: toYaml(sortKeys(injectorConfig)), values: `${JSON.stringify(sortKeys(injectorValues(ctx)), null, 2)}\n` },
     },
   ];
 }

@@ -126,4 +126,25 @@ describe('reconcileInstallation for the operator', () => {
     expect(await status(`/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/mesh-${ns}`)).toBe(404);
     expect(await status(`/api/v1/namespaces/${ns}`)).toBe(200);
   });
+
+  it('refuses to take over a gateway another installation owns, naming it, and writes nothing of that component', async () => {
+    const other = await kubeRequest(creds, 'POST', `/api/v1/namespaces/${ns}/services`, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'mesh-ingressgateway', labels: { 'mesh.io/rev': 'default', 'install.mesh.io/owning-resource': 'installed-state', [OWNER_NS]: ns, 'operator.mesh.io/component': 'IngressGateways' } },
+      spec: { selector: { app: 'mesh-ingressgateway' }, ports: [{ name: 'http2', port: 80 }] },
+    });
+    expect(other.status).toBe(201);
+    const resolved = await resolveSpec({ sets: [`namespace=${ns}`, 'profile=default'], revision });
+    const withGateway = renderManifests(resolved.spec, { owner, crds: await readCrds(resolved.source) });
+    const r = await reconcileInstallation(client, withGateway, { owner, revision, readinessTimeoutMs: 0, fieldManager: 'mesh-operator', prune: false });
+    const gw = r.components.find((c) => c.component === 'IngressGateways');
+    expect(gw?.status).toBe('Error');
+    expect(gw?.errors).toEqual([`Service ${ns}/mesh-ingressgateway belongs to installation ${ns}/installed-state (revision default); give this gateway another name or namespace, or disable it in this installation`]);
+    // Nothing of the component was written, and the other installation's Service is as it was.
+    expect(await status(`/apis/apps/v1/namespaces/${ns}/deployments/mesh-ingressgateway`)).toBe(404);
+    const svc = await kubeRequest(creds, 'GET', `/api/v1/namespaces/${ns}/services/mesh-ingressgateway`);
+    expect((svc.body as { metadata: { labels: Record<string, string> } }).metadata.labels['install.mesh.io/owning-resource']).toBe('installed-state');
+    await kubeRequest(creds, 'DELETE', `/api/v1/namespaces/${ns}/services/mesh-ingressgateway`);
+  });
 });

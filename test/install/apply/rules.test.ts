@@ -5,7 +5,8 @@
  */
 import { objectReadiness } from '../../../src/install/apply/readiness.js';
 import { diffRenders, formatRenderDiff } from '../../../src/install/apply/render-diff.js';
-import { skewProblem, sortKeys } from '../../../src/install/apply/run-upgrade.js';
+import { skewProblem } from '../../../src/install/apply/run-upgrade.js';
+import { sortKeys } from '../../../src/install/tree.js';
 import type { ComponentManifest } from '../../../src/install/render/index.js';
 
 const deployment = (spec: Record<string, unknown>, status: Record<string, unknown>, generation = 2) => ({ metadata: { generation }, spec, status });
