@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'src/gen/**', 'node_modules/**', 'coverage/**', 'tools/**'] },
+  { ignores: ['dist/**', 'bench/dist/**', 'src/gen/**', 'node_modules/**', 'coverage/**', 'tools/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,5 +1,6 @@
 /**
- * Builds the benchmark: bench/xds/*.ts → bench/dist/xds/*.js (type checking is `tsc -p bench/tsconfig.json`).
+ * Builds a benchmark: bench/<name>/*.ts → bench/dist/<name>/*.js for `node bench/build.mjs [name]`
+ * (default `xds`; type checking is `tsc -p bench/tsconfig.json`).
  *
  * Each file is transpiled on its own with the root tsconfig's options. Imports of the generated
  * protobuf code (`../../src/gen/…`) are pointed at the daemon's own build output (`dist/gen/…`, made
@@ -13,8 +14,10 @@ import ts from 'typescript';
 
 const bench = dirname(fileURLToPath(import.meta.url));
 const root = join(bench, '..');
-const srcDir = join(bench, 'xds');
-const outDir = join(bench, 'dist', 'xds');
+const benchName = process.argv[2] ?? 'xds';
+if (!/^[a-z][a-z0-9-]*$/.test(benchName)) throw new Error(`bench/build.mjs: "${benchName}" is not a benchmark folder name`);
+const srcDir = join(bench, benchName);
+const outDir = join(bench, 'dist', benchName);
 
 const rootConfig = ts.readConfigFile(join(root, 'tsconfig.json'), ts.sys.readFile);
 if (rootConfig.error) throw new Error(ts.flattenDiagnosticMessageText(rootConfig.error.messageText, '\n'));

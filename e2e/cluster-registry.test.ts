@@ -94,6 +94,8 @@ beforeAll(async () => {
     env: {
       DISC_ENABLE_STATUS: 'true',
       DISC_ENABLE_ANALYSIS: 'true',
+      DISC_ENABLE_CONFIG_DISTRIBUTION_TRACKING: 'true',
+      DISC_STATUS_UPDATE_INTERVAL: '500ms',
       DISC_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION: 'true',
       DISC_WORKLOAD_ENTRY_GRACE_PERIOD: '2s',
       POD_NAMESPACE: ns,
@@ -148,6 +150,22 @@ describe('Cluster registry', () => {
       { timeoutMs: 30_000, what: 'status Reconciled on the VirtualService', diagnostics },
     );
     expect(stored.status?.validationMessages ?? []).toEqual([]);
+  }, 60_000);
+
+  it('reports in the status how many connected proxies acknowledged the current generation', async () => {
+    interface Stored {
+      status?: { conditions?: Array<{ type: string; message?: string }> };
+    }
+    const vsPath = `/apis/networking.mesh.io/v1/namespaces/${ns}/virtualservices/echo`;
+    // The client subscribes through a call; its ACKs of the snapshot holding the VirtualService count.
+    await client!.call(TARGET, { count: 1 }).catch(() => undefined);
+    await pollUntil(
+      async () => {
+        const obj = (await kubeRequest(creds, 'GET', vsPath)).body as Stored;
+        return obj.status?.conditions?.find((c) => c.type === 'Reconciled')?.message === '1/1 proxies up to date';
+      },
+      { timeoutMs: 30_000, what: 'Reconciled to say 1/1 proxies up to date', diagnostics },
+    );
   }, 60_000);
 
   routing('routes 80/20 between the Deployments as the VirtualService says', async () => {

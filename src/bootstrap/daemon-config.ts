@@ -13,6 +13,8 @@ export interface DaemonConfig {
   readonly configDir?: string;
   readonly registries: ReadonlyArray<'Cluster' | 'Mock'>;
   readonly meshConfigFile: string;
+  /** `--networksConfig`: mesh networks file (used when it exists). */
+  readonly networksConfigFile?: string;
   readonly domain: string;
   readonly clusterId: string;
   readonly namespace: string;
@@ -39,5 +41,11 @@ export interface DaemonConfig {
     readonly useEndpointSlices: boolean;
     readonly edsForHeadless: boolean;
     readonly selectWorkloadEntries: boolean;
+    /** DISC_ENABLED_SERVICE_APIS: read the gateway-api kinds (when their CRDs are served). */
+    readonly serviceApis: boolean;
+    /** `--clusterRegistriesNamespace`: where the remote-cluster Secrets are. */
+    readonly registriesNamespace: string;
+    /** DISC_REMOTE_CLUSTER_TIMEOUT in ms (0: wait for remote clusters without limit). */
+    readonly remoteSyncTimeoutMs: number;
   };
 }

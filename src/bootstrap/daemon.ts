@@ -22,9 +22,13 @@ import { DiscoveryServer } from '../xds/ads-server.js';
 import { ResourceCache } from '../xds/cache.js';
 import { generatorsFor } from './generators.js';
 import type { DaemonConfig } from './daemon-config.js';
-import { MeshConfigWatcher } from './mesh-config.js';
-import { createClusterSide } from './cluster.js';
+import { openMeshSources, type MeshSources } from './mesh-config-map.js';
+import { KubeClient } from '../kube/client.js';
+import { ServiceExportController } from '../controllers/service-export/controller.js';
+import type { MeshNetworks } from '../config/mesh-networks.js';
+import { createClusterSide, createRemoteClusters, type RemoteClustersSetup } from './cluster.js';
 import { createDaemonControllers, type DaemonControllers } from '../controllers/daemon-controllers.js';
+import { startGatewayApiSide, type GatewayApiSide, type GatewayApiSideInput } from '../config/gateway-api/daemon-side.js';
 
 export interface RunningDaemon {
   readonly grpcPort: number;
@@ -33,6 +37,8 @@ export interface RunningDaemon {
   readonly metrics: Metrics;
   readonly ads: DiscoveryServer;
   readonly model: MeshModel;
+  /** Mesh networks in force (`--networksConfig` file, else the mesh ConfigMap's `meshNetworks` key). */
+  meshNetworks(): MeshNetworks;
   stop(): Promise<void>;
 }
 
@@ -58,8 +64,8 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       `config rejected: ${r.origin}${r.kind ? ` ${r.kind}` : ''}${r.name ? ` ${r.namespace ? `${r.namespace}/` : ''}${r.name}` : ''}: ${r.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
     );
   };
-  const meshConfig = new MeshConfigWatcher(cfg.meshConfigFile, { domain: cfg.domain, clusterId: cfg.clusterId }, logs.main);
-  const mesh = await meshConfig.load();
+  const meshSources = await openDaemonMeshSources(cfg, logs, metrics);
+  const mesh = meshSources.mesh.current();
 
   // With --registries Cluster the config kinds come from the CRDs, unless --configDir replaces them.
   const useCluster = cfg.registries.includes('Cluster');
@@ -68,7 +74,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   else if (!useCluster) store.markSynced();
   const cluster = useCluster
     ? createClusterSide(
-        { ...cfg.cluster, clusterId: cfg.clusterId, domain: cfg.domain, trustDomain: mesh.trustDomain, configFromCrds: !fileSource },
+        { ...cfg.cluster, clusterId: cfg.clusterId, domain: cfg.domain, trustDomain: mesh.trustDomain, configFromCrds: !fileSource, mcsHost: cfg.env.ENABLE_MCS_HOST },
         store,
         metrics,
         logs.source,
@@ -79,14 +85,22 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     logs.main.info('waiting for the cluster caches to sync');
     await cluster.start();
   }
+  const gatewayApi = cluster && cfg.cluster.serviceApis ? await startGatewayApi(cfg, cluster, store, logs, onReject) : undefined;
 
   // Registries
   const registries: ServiceRegistry[] = [];
   if (cluster) registries.push(cluster.registry);
   if (cfg.registries.includes('Mock')) registries.push(new MockRegistry(cfg.domain, cfg.clusterId));
   registries.push(new ServiceEntryRegistry(store, cfg.domain, cfg.clusterId));
-  const registry = new AggregateRegistry(registries);
+  const registry = new AggregateRegistry(registries, {
+    configClusterId: cfg.clusterId,
+    mcsServiceDiscovery: cfg.env.ENABLE_MCS_SERVICE_DISCOVERY,
+    multiclusterHeadless: cfg.env.ENABLE_MULTICLUSTER_HEADLESS,
+  });
   await registry.start();
+  // Remote clusters from Secrets (src/registry/multicluster/): ready waits for them, at most DISC_REMOTE_CLUSTER_TIMEOUT.
+  const remotes = cluster ? createRemoteClusters(remoteClustersSetup(cfg, mesh.trustDomain), cluster.client, registry, metrics, logs.source) : undefined;
+  await remotes?.start();
 
   // Model and xDS
   const model = new MeshModel(
@@ -98,7 +112,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     logs.model,
   );
   model.start();
-  meshConfig.onChange((m) => model.setMeshSettings(m));
+  meshSources.mesh.onChange((m) => model.setMeshSettings(m));
 
   const cacheStats = cfg.xdsCache.stats;
   const cache = new ResourceCache(
@@ -124,7 +138,12 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     options: { ...cfg.ads, controlPlaneId: cfg.podName || `meshd-${process.pid}` },
     observer: {
       connected: (proxy) => late.controllers?.workloadEntries?.connected(proxy),
-      disconnected: (proxy) => late.controllers?.workloadEntries?.disconnected(proxy),
+      disconnected: (proxy) => {
+        late.controllers?.distribution?.onDisconnect(proxy.id);
+        return late.controllers?.workloadEntries?.disconnected(proxy);
+      },
+      // Distribution tracking: which snapshot each proxy holds, per type.
+      acked: (proxy, typeUrl, version) => late.controllers?.distribution?.onAck(proxy.id, typeUrl, version),
     },
   });
   model.onPush((req) => ads.push(req));
@@ -144,6 +163,10 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       })
     : undefined;
   late.controllers = controllers;
+  if (controllers && gatewayApi && cfg.env.DISC_ENABLE_GATEWAY_API_STATUS) {
+    gatewayApi.addStatusDuty(controllers.leadership, { qps: cfg.env.DISC_STATUS_QPS, burst: cfg.env.DISC_STATUS_BURST });
+  }
+  if (controllers && cluster) addMcsAutoExport(cfg, controllers, cluster.client, meshSources, metrics, logs);
   await controllers?.start();
 
   const server = new grpc.Server({
@@ -188,8 +211,10 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       await controllers?.stop();
       model.stop();
       fileSource?.stop();
+      await remotes?.stop();
+      await gatewayApi?.stop();
       await cluster?.stop();
-      meshConfig.stop();
+      await meshSources.stop();
       registry.stop();
       ads.close();
       await Promise.race([
@@ -202,5 +227,82 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     return stopping;
   };
 
-  return { grpcPort, httpPort, monitoringPort, metrics, ads, model, stop };
+  return { grpcPort, httpPort, monitoringPort, metrics, ads, model, meshNetworks: () => meshSources.networks.current(), stop };
+}
+
+/** ENABLE_MCS_AUTOEXPORT: the leader's `mcs-autoexport` duty (src/controllers/service-export/). */
+function addMcsAutoExport(cfg: DaemonConfig, controllers: DaemonControllers, client: KubeClient, mesh: MeshSources, metrics: Metrics, logs: DaemonLoggers): void {
+  if (!cfg.env.ENABLE_MCS_AUTOEXPORT) return;
+  const exporter = new ServiceExportController({
+    client,
+    domain: cfg.domain,
+    clusterLocalHosts: () => mesh.mesh.current().clusterLocalHosts ?? [],
+    onMeshChange: (l) => mesh.mesh.onChange(() => l()),
+    log: logs.main,
+    onError: () => metrics.controllerSyncErrors.inc(),
+  });
+  controllers.leadership.addDuty('mcs-autoexport', (signal) => exporter.run(signal));
+}
+
+/**
+ * Mesh config and networks: the `--meshConfig` / `--networksConfig` files when they exist, else
+ * (with `--registries Cluster`) the mesh ConfigMap of the daemon namespace (./mesh-config-map.ts);
+ * refused ConfigMap content counts in disc_total_rejected_configs (type MeshConfig / MeshNetworks).
+ */
+async function openDaemonMeshSources(cfg: DaemonConfig, logs: DaemonLoggers, metrics: Metrics): Promise<MeshSources> {
+  let client: KubeClient | undefined;
+  const sources = await openMeshSources({
+    meshConfigFile: cfg.meshConfigFile,
+    networksConfigFile: cfg.networksConfigFile,
+    base: { domain: cfg.domain, clusterId: cfg.clusterId },
+    log: logs.main,
+    cluster: cfg.registries.includes('Cluster')
+      ? {
+          client: () => (client ??= KubeClient.create({ kubeconfig: cfg.cluster.kubeconfig || undefined, qps: cfg.cluster.qps, burst: cfg.cluster.burst, userAgent: 'mesh-discovery' }).client),
+          namespace: cfg.namespace,
+          revision: cfg.env.REVISION,
+          onReject: (key) => metrics.rejectedConfigs.inc({ type: key === 'mesh' ? 'MeshConfig' : 'MeshNetworks' }),
+          onError: () => metrics.controllerSyncErrors.inc(),
+        }
+      : undefined,
+  });
+  return {
+    ...sources,
+    async stop() {
+      await sources.stop();
+      client?.close();
+    },
+  };
+}
+
+/** What the remote clusters need from the daemon's configuration. */
+function remoteClustersSetup(cfg: DaemonConfig, trustDomain: string): RemoteClustersSetup {
+  return {
+    clusterId: cfg.clusterId,
+    namespace: cfg.cluster.registriesNamespace,
+    syncTimeoutMs: cfg.cluster.remoteSyncTimeoutMs,
+    qps: cfg.cluster.qps,
+    burst: cfg.cluster.burst,
+    resyncMs: cfg.cluster.resyncMs,
+    domain: cfg.domain,
+    trustDomain,
+    useEndpointSlices: cfg.cluster.useEndpointSlices,
+    edsForHeadless: cfg.cluster.edsForHeadless,
+    workloadEntries: cfg.env.DISC_ENABLE_CROSS_CLUSTER_WORKLOAD_ENTRY,
+    serviceExports: cfg.env.ENABLE_MCS_SERVICE_DISCOVERY,
+  };
+}
+
+/**
+ * The gateway-api side (DISC_ENABLED_SERVICE_APIS, src/config/gateway-api/): reads the gateway-api
+ * kinds when their CRDs are served and keeps the derived Gateway/VirtualService configs in the store.
+ */
+function startGatewayApi(
+  cfg: DaemonConfig,
+  cluster: { readonly client: GatewayApiSideInput['client']; readonly caches: GatewayApiSideInput['caches'] },
+  store: MemoryConfigStore,
+  logs: DaemonLoggers,
+  onReject: (r: ConfigRejection) => void,
+): Promise<GatewayApiSide> {
+  return startGatewayApiSide({ client: cluster.client, store, caches: cluster.caches, domain: cfg.domain, resyncMs: cfg.cluster.resyncMs, log: logs.source, onReject });
 }

@@ -18,6 +18,7 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
     configDir: o.configDir || undefined,
     registries: o.registries,
     meshConfigFile: o.meshConfig,
+    networksConfigFile: o.networksConfig || undefined,
     domain: o.domain,
     clusterId: o.clusterID,
     namespace: o.namespace,
@@ -41,6 +42,7 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
       http10: env.DISC_HTTP10,
       httpDelayedCloseTimeoutMs: env.DISC_HTTP_DELAYED_CLOSE_TIMEOUT,
       gatewayStripHostPort: env.MESH_GATEWAY_STRIP_HOST_PORT,
+      routeCollapse: env.DISC_ENABLE_ROUTE_COLLAPSE_OPTIMIZATION,
     },
     ads: {
       pushThrottle: env.DISC_PUSH_THROTTLE,
@@ -60,6 +62,9 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
       useEndpointSlices: env.DISC_USE_ENDPOINT_SLICE,
       edsForHeadless: env.DISC_ENABLE_EDS_FOR_HEADLESS_SERVICES,
       selectWorkloadEntries: env.DISC_ENABLE_CLUSTER_SELECT_WORKLOAD_ENTRIES,
+      serviceApis: env.DISC_ENABLED_SERVICE_APIS,
+      registriesNamespace: o.clusterRegistriesNamespace,
+      remoteSyncTimeoutMs: env.DISC_REMOTE_CLUSTER_TIMEOUT,
     },
   };
 }

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { MeshConfigSchema, type MeshConfig } from '../gen/config/schemas.js';
 import { durationMs } from '../config/duration.js';
 import { ConfigError } from '../config/config-error.js';
+import { clusterLocalHostsOf } from '../controllers/service-export/cluster-local.js';
 import { DEFAULT_MESH_SETTINGS, type MeshSettings } from '../model/mesh-settings.js';
 
 export function meshSettingsFrom(mc: MeshConfig, base: { domain: string; clusterId: string }): MeshSettings {
@@ -27,6 +28,7 @@ export function meshSettingsFrom(mc: MeshConfig, base: { domain: string; cluster
     protocolDetectionTimeoutMs: mc.protocolDetectionTimeout ? durationMs(mc.protocolDetectionTimeout) : d.protocolDetectionTimeoutMs,
     enableAutoMtls: mc.enableAutoMtls ?? d.enableAutoMtls,
     accessLogFile: mc.accessLogFile ?? d.accessLogFile,
+    clusterLocalHosts: clusterLocalHostsOf(mc),
   });
 }
 

@@ -5,7 +5,7 @@
  *
  *   const c = createDaemonControllers({ env, client, store, registry, model, mesh, metrics });
  *   await c.start();
- *   // xDS server: c.distribution?.onAck(...) / onDisconnect(...)          (DistributionReporter)
+ *   // xDS server observer: c.distribution?.onAck(...) / onDisconnect(...)  (DistributionReporter; wired in bootstrap/daemon.ts)
  *   //             c.workloadEntries?.connected(proxy) / disconnected(proxy) (ConnectionObserver)
  *   //             c.workloadEntries?.healthReport(proxy, report)           (HealthObserver)
  *   await c.stop();
@@ -151,19 +151,7 @@ export function createDaemonControllers(input: DaemonControllersInput): DaemonCo
     });
     const controller = status;
     leadership.addDuty('status', (signal) => controller.run(signal));
-    if (env.DISC_ENABLE_GATEWAY_API_STATUS) {
-      starters.push(async () => {
-        const installed = await client.resource('gateway.networking.k8s.io/v1', 'Gateway').then(
-          () => true,
-          () => false,
-        );
-        input.logs?.status?.info(
-          installed
-            ? 'status: gateway-api CRDs are installed, but this daemon does not read gateway-api resources yet; no gateway-api status is written'
-            : 'status: gateway-api CRDs are not installed; no gateway-api status is written',
-        );
-      });
-    }
+    // gateway-api status is a duty of its own (src/config/gateway-api/status.ts), added by the bootstrap.
   }
 
   let workloadEntries: WorkloadEntryController | undefined;

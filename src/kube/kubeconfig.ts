@@ -4,7 +4,8 @@
  *   2. the files of KUBECONFIG (colon-separated; merged, the first file's current context wins),
  *   3. the in-cluster service account (KUBERNETES_SERVICE_HOST/PORT and the mounted token),
  *   4. ~/.kube/config.
- * When none applies, the error names every place that was tried.
+ * When none applies, the error names every place that was tried. A kubeconfig given as text
+ * (`kubeconfigText`, e.g. from a remote-cluster Secret) replaces all of these.
  */
 import { accessSync, existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -17,6 +18,10 @@ export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccoun
 export interface LoadKubeConfigOptions {
   /** Explicit kubeconfig file; when given nothing else is tried. */
   readonly kubeconfig?: string;
+  /** Kubeconfig content (YAML or JSON); when given nothing else is tried. */
+  readonly kubeconfigText?: string;
+  /** How `kubeconfigText` is named in messages and `source` (default `kubeconfig text`). */
+  readonly textSource?: string;
   /** Context to use instead of the file's current-context. */
   readonly context?: string;
   /** Environment to read KUBECONFIG and KUBERNETES_SERVICE_* from (default process.env). */
@@ -62,6 +67,17 @@ function loadFile(path: string, what: string): KubeConfig {
   return kc;
 }
 
+function loadText(text: string, source: string): KubeConfig {
+  if (text.trim() === '') throw new KubeConfigError(`${source}: empty`);
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromString(text);
+  } catch (err) {
+    throw new KubeConfigError(`${source} cannot be loaded: ${(err as Error).message}`);
+  }
+  return kc;
+}
+
 function inCluster(env: Readonly<Record<string, string | undefined>>, dir: string): KubeConfig | undefined {
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
@@ -102,6 +118,9 @@ function finish(kc: KubeConfig, source: string, context: string | undefined): Lo
 /** Loads the client configuration (see the module comment for the order). */
 export function loadKubeConfig(options: LoadKubeConfigOptions = {}): LoadedKubeConfig {
   const env = options.env ?? process.env;
+  if (options.kubeconfigText !== undefined) {
+    return finish(loadText(options.kubeconfigText, options.textSource ?? 'kubeconfig text'), options.textSource ?? 'kubeconfig text', options.context);
+  }
   if (options.kubeconfig) {
     return finish(loadFile(options.kubeconfig, 'kubeconfig'), options.kubeconfig, options.context);
   }

@@ -157,6 +157,8 @@ export class KubeTransport {
     if (this.closed) throw new Error('Kubernetes client is closed');
     if (req.signal?.aborted) throw abortError(req.signal);
     const prepared = await this.prepare();
+    // aborted while the credentials were read: the listener below would never fire
+    if (req.signal?.aborted) throw abortError(req.signal);
     const url = this.url(req.path);
     const headers: OutgoingHttpHeaders = { ...prepared.headers, 'User-Agent': this.opts.userAgent ?? 'mesh-control-plane', ...req.headers };
     if (req.body !== undefined) headers['Content-Length'] = Buffer.byteLength(req.body);

@@ -50,6 +50,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     clusterEndpointsWithNoPods: new Counter({ name: 'disc_cluster_endpoints_with_no_pods', help: 'Endpoints without any corresponding pod.', registers: r }),
     endpointNoPod: new Gauge({ name: 'endpoint_no_pod', help: 'Endpoints without a pod.', registers: r }),
     noIp: new Gauge({ name: 'disc_no_ip', help: 'Pods absent from the endpoint table, possibly invalid.', registers: r }),
+    managedClusters: new Gauge({ name: 'meshd_managed_clusters', help: 'Clusters managed by the daemon.', registers: r }),
+    remoteClusterSyncTimeouts: new Counter({ name: 'remote_cluster_sync_timeouts_total', help: 'Remote clusters that took too long to sync, making startup skip them.', registers: r }),
     autoRegistrationSuccess: new Counter({ name: 'auto_registration_success_total', help: 'Successful auto-registrations.', registers: r }),
     autoRegistrationUpdates: new Counter({ name: 'auto_registration_updates_total', help: 'Auto-registration updates.', registers: r }),
     autoRegistrationUnregister: new Counter({ name: 'auto_registration_unregister_total', help: 'Unregistrations.', registers: r }),

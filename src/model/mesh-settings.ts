@@ -12,6 +12,8 @@ export interface MeshSettings {
   readonly protocolDetectionTimeoutMs: number;
   readonly enableAutoMtls: boolean;
   readonly accessLogFile: string;
+  /** Host patterns declared cluster-local (`serviceSettings[].settings.clusterLocal`); absent means none. */
+  readonly clusterLocalHosts?: ReadonlyArray<string>;
 }
 
 export const DEFAULT_MESH_SETTINGS: MeshSettings = Object.freeze({

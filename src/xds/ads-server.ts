@@ -50,10 +50,22 @@ export interface AdsDeps {
    * Told when a proxy's stream opens and ends (workload-entry auto-registration). Its failures are
    * logged; they never affect the stream.
    */
-  readonly observer?: {
-    connected(proxy: Proxy): void | Promise<void>;
-    disconnected(proxy: Proxy): void | Promise<void>;
-  };
+  readonly observer?: AdsObserver;
+}
+
+/**
+ * Told about proxies' streams and acknowledgements. Its failures are logged; they never affect the
+ * stream. Calls are synchronous from the stream's point of view and should be cheap.
+ */
+export interface AdsObserver {
+  connected?(proxy: Proxy): void | Promise<void>;
+  disconnected?(proxy: Proxy): void | Promise<void>;
+  /**
+   * `proxy` holds `typeUrl` as built from the snapshot `version` (PushContext.version): it ACKed a
+   * response built from it, or a push of `version` had nothing new for a type whose last response it
+   * had ACKed. Delta and state-of-the-world alike; at most once per response or push.
+   */
+  acked?(proxy: Proxy, typeUrl: string, version: string): void | Promise<void>;
 }
 
 const SERVICE = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
@@ -209,13 +221,26 @@ export class DiscoveryServer {
   }
 
   private observe(event: 'connected' | 'disconnected', proxy: Proxy): void {
-    const observer = this.deps.observer;
-    if (!observer) return;
+    const handler = this.deps.observer?.[event];
+    if (!handler) return;
+    this.settleObserver(event, proxy, () => handler.call(this.deps.observer, proxy));
+  }
+
+  /** Tells the observer that `conn` holds `watch`'s type at the snapshot its last response was built from. */
+  private observeAck(conn: Connection, watch: WatchState): void {
+    const handler = this.deps.observer?.acked;
+    if (!handler || watch.snapshotSent === '') return;
+    this.settleObserver('acked', conn.proxy, () => handler.call(this.deps.observer, conn.proxy, watch.typeUrl, watch.snapshotSent));
+  }
+
+  private settleObserver(event: string, proxy: Proxy, call: () => void | Promise<void>): void {
     const report = (err: unknown): void => {
       this.deps.log.warn({ proxy: proxy.id, err: err instanceof Error ? err.message : String(err) }, `ADS: ${event} observer failed`);
     };
     try {
-      void Promise.resolve(observer[event](proxy)).catch(report);
+      const result = call();
+      // no promise per call for synchronous observers (thousands of ACKs in a connect storm)
+      if (result instanceof Promise) result.catch(report);
     } catch (err) {
       report(err);
     }
@@ -275,6 +300,7 @@ export class DiscoveryServer {
     watch.lastAckAt = Date.now();
     watch.lastError = undefined;
     this.checkConvergence(conn, watch.typeUrl);
+    this.observeAck(conn, watch);
     return 'ack';
   }
 
@@ -492,13 +518,17 @@ export class DiscoveryServer {
   }
 
   private async sendSotw(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean): Promise<boolean> {
-    if (!force && !Connection.changed(watch, resources)) return false;
+    if (!force && !Connection.changed(watch, resources)) {
+      this.unchangedAt(conn, watch, model);
+      return false;
+    }
     // EDS and RDS responses carry only what the client does not hold yet; it keeps the rest.
     const partial = PARTIAL_STATE_TYPES.has(watch.typeUrl) && watch.nonceSent !== '' && !watch.resendAll;
     const payload = partial ? changedResources(watch.sentList, resources) : resources;
     if (payload.length === 0 && !force) {
       // only removals: the client keeps resources a response leaves out, so there is nothing to say
       watch.sentList = resources;
+      this.unchangedAt(conn, watch, model);
       return false;
     }
     if (throttled) await this.flowControl(conn, watch);
@@ -509,11 +539,24 @@ export class DiscoveryServer {
     // Record before writing: the ACK may arrive before the write promise settles.
     watch.nonceSent = nonce;
     watch.versionSent = version;
+    watch.snapshotSent = model.push.version;
     watch.sentList = resources;
     watch.resendAll = false;
     watch.lastSentAt = Date.now();
     watch.awaitingAck = true;
     return this.write(conn, frame, type);
+  }
+
+  /**
+   * A push of a newer snapshot had nothing new for this type: a client that ACKed what it holds now
+   * holds the new snapshot's config for it.
+   */
+  private unchangedAt(conn: Connection, watch: WatchState, model: ModelView): void {
+    const version = model.push.version;
+    if (watch.snapshotSent === version || watch.snapshotSent === '') return;
+    // the same content: once the client ACKs what is on the wire, it holds this snapshot's config
+    watch.snapshotSent = version;
+    if (!watch.awaitingAck && watch.nonceAcked === watch.nonceSent) this.observeAck(conn, watch);
   }
 
   private async sendDelta(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean): Promise<boolean> {
@@ -523,7 +566,10 @@ export class DiscoveryServer {
     for (const name of watch.sent.keys()) {
       if (!present.has(name) && (watch.names === undefined || watch.names.has(name))) removed.push(name);
     }
-    if (changed.length === 0 && removed.length === 0 && !force) return false;
+    if (changed.length === 0 && removed.length === 0 && !force) {
+      this.unchangedAt(conn, watch, model);
+      return false;
+    }
     if (throttled) await this.flowControl(conn, watch);
     const nonce = this.nextNonce(model);
     const type = shortType[watch.typeUrl as XdsTypeUrl];
@@ -537,6 +583,7 @@ export class DiscoveryServer {
     );
     watch.nonceSent = nonce;
     watch.versionSent = model.push.version;
+    watch.snapshotSent = model.push.version;
     for (const r of changed) watch.sent.set(r.name, r.version);
     for (const n of removed) watch.sent.delete(n);
     watch.lastSentAt = Date.now();

@@ -17,6 +17,11 @@ export interface WatchState {
   initialVersions?: Map<string, string>;
   nonceSent: string;
   versionSent: string;
+  /**
+   * The snapshot (PushContext.version) the client holds, or will once it ACKs, for this type: that of
+   * the last response, moved on by pushes that had nothing new for it. '' before the first response.
+   */
+  snapshotSent: string;
   nonceAcked: string;
   versionAcked: string;
   /** Delta: name → version of what the client holds. */
@@ -40,7 +45,7 @@ export interface WatchState {
 }
 
 export function newWatch(typeUrl: string, names: ReadonlySet<string> | undefined): WatchState {
-  return { typeUrl, names, nonceSent: '', versionSent: '', nonceAcked: '', versionAcked: '', sent: new Map(), sentList: [], resendAll: false, lastSentAt: 0, lastAckAt: 0, awaitingAck: false };
+  return { typeUrl, names, nonceSent: '', versionSent: '', snapshotSent: '', nonceAcked: '', versionAcked: '', sent: new Map(), sentList: [], resendAll: false, lastSentAt: 0, lastAckAt: 0, awaitingAck: false };
 }
 
 /** Writes frames to the client; resolves when the transport took them (respecting back-pressure). */

@@ -13,7 +13,7 @@ import { Listener } from '../../src/gen/envoy/config/listener/v3/listener.js';
 import { RouteConfiguration } from '../../src/gen/envoy/config/route/v3/route.js';
 import { DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
 import { createMetrics, type Metrics } from '../../src/metrics/metrics.js';
-import { DiscoveryServer, type AdsOptions } from '../../src/xds/ads-server.js';
+import { DiscoveryServer, type AdsObserver, type AdsOptions } from '../../src/xds/ads-server.js';
 import { ResourceCache } from '../../src/xds/cache.js';
 import { DEFAULT_GENERATOR_SETTINGS } from '../../src/xds/generators/types.js';
 import { TypeUrl } from '../../src/xds/types.js';
@@ -65,7 +65,7 @@ export const grpcNode = (ns = 'default'): NodeSpec => ({
 
 export async function startAds(
   yaml: string,
-  opts: { options?: Partial<AdsOptions>; features?: Parameters<typeof modelFromYaml>[1] } = {},
+  opts: { options?: Partial<AdsOptions>; features?: Parameters<typeof modelFromYaml>[1]; observer?: AdsObserver } = {},
 ): Promise<Harness> {
   const tm = modelFromYaml(yaml, opts.features);
   const metrics = createMetrics({ defaultMetrics: false });
@@ -77,6 +77,7 @@ export async function startAds(
     metrics,
     log: pino({ level: 'silent' }),
     options: { ...DEFAULT_ADS_OPTIONS, ...opts.options },
+    observer: opts.observer,
   });
   const unwire = tm.model.onPush((req) => ads.push(req));
   const server = new grpc.Server();

@@ -48,6 +48,9 @@ export function meshdClusterRules(webhookNames: { mutating: string; validating: 
   rules.push({ apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] });
   rules.push({ apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] });
   rules.push({ apiGroups: ['gateway.networking.k8s.io'], resources: GATEWAY_API_RESOURCES, verbs: READ });
+  // Multi-cluster services: ENABLE_MCS_SERVICE_DISCOVERY reads exports, ENABLE_MCS_AUTOEXPORT writes them.
+  rules.push({ apiGroups: ['multicluster.x-k8s.io'], resources: ['serviceexports'], verbs: [...READ, 'create', 'update', 'patch', 'delete'] });
+  rules.push({ apiGroups: ['multicluster.x-k8s.io'], resources: ['serviceimports'], verbs: READ });
   rules.push({ apiGroups: ['gateway.networking.k8s.io'], resources: GATEWAY_API_RESOURCES.filter((r) => r !== 'referencegrants').map((r) => `${r}/status`), verbs: ['get', 'update', 'patch'] });
   return rules;
 }

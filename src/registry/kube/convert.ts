@@ -37,6 +37,19 @@ export function serviceHostname(name: string, namespace: string, domain: string)
   return `${name}.${namespace}.svc.${domain}`;
 }
 
+/** Domain of the multi-cluster services alias (ENABLE_MCS_HOST). */
+export const CLUSTERSET_DOMAIN = 'clusterset.local';
+
+/**
+ * The alias `<svc>.<ns>.svc.clusterset.local` of a cluster service (ENABLE_MCS_HOST): same ports,
+ * endpoints and identities, no virtual IP of its own (a cluster-set IP comes from an MCS
+ * ServiceImport, not from this cluster's Service), so sidecars route it by Host / SNI and
+ * proxyless clients by name.
+ */
+export function clustersetAlias(service: Service): Service {
+  return Object.freeze({ ...service, hostname: serviceHostname(service.name, service.namespace, CLUSTERSET_DOMAIN), addresses: [] });
+}
+
 export function spiffeIdentity(trustDomain: string, namespace: string, serviceAccount: string): string {
   return `spiffe://${trustDomain}/ns/${namespace}/sa/${serviceAccount}`;
 }

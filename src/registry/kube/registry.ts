@@ -13,6 +13,7 @@ import type { Endpoint, Service } from '../../model/service.js';
 import { objectKey, splitKey, type InformerEvent, type KubeObject, type ObjectCache } from '../../kube/types.js';
 import {
   buildEndpoints,
+  clustersetAlias,
   convertService,
   externalNameEndpoints,
   LABEL_NETWORK,
@@ -54,6 +55,8 @@ export interface KubeRegistryOptions {
   readonly edsForHeadless: boolean;
   /** DISC_ENABLE_CLUSTER_SELECT_WORKLOAD_ENTRIES: needs the config store. */
   readonly selectWorkloadEntries: boolean;
+  /** ENABLE_MCS_HOST: every service also under `<svc>.<ns>.svc.clusterset.local`. */
+  readonly mcsHost?: boolean;
   readonly metrics?: ClusterRegistryMetrics;
 }
 
@@ -71,6 +74,8 @@ export function kubeRegistryFlags(
 /** What the registry holds for one Kubernetes Service. */
 interface ServiceState {
   readonly service: Service;
+  /** The clusterset.local alias (ENABLE_MCS_HOST); shares `endpoints`. */
+  readonly alias?: Service;
   readonly endpoints: ReadonlyArray<Endpoint>;
   readonly pods: ReadonlyArray<string>;
   readonly nodes: ReadonlyArray<string>;
@@ -113,6 +118,11 @@ function podProjection(pod: V1Pod | undefined): string {
 function nodeProjection(node: V1Node | undefined): string {
   const l = node?.metadata?.labels ?? {};
   return `${l[LABEL_REGION] ?? ''}/${l[LABEL_ZONE] ?? ''}/${l[LABEL_SUBZONE] ?? ''}`;
+}
+
+/** The hostnames a service state answers to (its own, and the clusterset alias). */
+function hostsOf(st: ServiceState): string[] {
+  return st.alias ? [st.service.hostname, st.alias.hostname] : [st.service.hostname];
 }
 
 function lacksIp(pod: V1Pod): boolean {
@@ -205,14 +215,16 @@ export class KubeRegistry implements ServiceRegistry {
 
   services(): ReadonlyArray<Service> {
     if (!this.sorted) {
-      this.sorted = Object.freeze([...this.state.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, st]) => st.service));
+      this.sorted = Object.freeze(
+        [...this.state.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).flatMap(([, st]) => (st.alias ? [st.service, st.alias] : [st.service])),
+      );
     }
     return this.sorted;
   }
 
   endpoints(service: Service): ReadonlyArray<Endpoint> {
     const st = this.state.get(`${service.namespace}/${service.name}`);
-    return st && st.service.hostname === service.hostname ? st.endpoints : NO_ENDPOINTS;
+    return st && (st.service.hostname === service.hostname || st.alias?.hostname === service.hostname) ? st.endpoints : NO_ENDPOINTS;
   }
 
   onEvent(handler: (event: RegistryEvent) => void): () => void {
@@ -328,7 +340,7 @@ export class KubeRegistry implements ServiceRegistry {
       if (!prev) return { serviceChanged: false, endpointHosts: [] };
       this.forget(key, prev);
       this.state.delete(key);
-      return { serviceChanged: true, endpointHosts: prev.endpoints.length > 0 ? [prev.service.hostname] : [] };
+      return { serviceChanged: true, endpointHosts: prev.endpoints.length > 0 ? hostsOf(prev) : [] };
     }
     this.podIndex.replace(key, prev?.pods ?? NONE, next.pods);
     this.nodeIndex.replace(key, prev?.nodes ?? NONE, next.nodes);
@@ -338,11 +350,11 @@ export class KubeRegistry implements ServiceRegistry {
     for (const a of next.noPodAddresses) if (!prev?.noPodAddresses.has(a)) appeared++;
     if (appeared > 0) this.metrics.endpointsWithNoPodsAdded(appeared);
     this.state.set(key, next);
-    const serviceChanged = prev?.service !== next.service;
+    const serviceChanged = prev?.service !== next.service || prev?.alias !== next.alias;
     const endpointHosts: string[] = [];
     if (prev && prev.service.hostname !== next.service.hostname && prev.endpoints.length > 0) endpointHosts.push(prev.service.hostname);
     if (prev?.endpoints !== next.endpoints && (next.endpoints.length > 0 || (prev?.endpoints.length ?? 0) > 0)) {
-      endpointHosts.push(next.service.hostname);
+      endpointHosts.push(...hostsOf(next));
     }
     return { serviceChanged, endpointHosts };
   }
@@ -385,6 +397,7 @@ export class KubeRegistry implements ServiceRegistry {
     const service = prev && sameJson(prev.service, candidate) ? prev.service : candidate;
     const frozen = Object.freeze(endpoints);
     const eps = prev && sameJson(prev.endpoints, frozen) ? prev.endpoints : frozen;
-    return { service, endpoints: eps, pods, nodes, pending, noPodAddresses: new Set(noPod) };
+    const alias = this.opts.mcsHost ? (prev?.alias && prev.service === service ? prev.alias : clustersetAlias(service)) : undefined;
+    return { service, alias, endpoints: eps, pods, nodes, pending, noPodAddresses: new Set(noPod) };
   }
 }

@@ -9,12 +9,12 @@
  * holds the catch-all virtual host. A VirtualService edit then changes one small route configuration
  * rather than the table of every service on the port.
  *
- * Virtual hosts are encoded once per set of inputs (route-inputs.ts) and spliced into the route
- * configurations, so a table of a thousand services re-encodes only the hosts that changed.
+ * Virtual hosts' routes are encoded once per set of inputs (route-inputs.ts) and spliced into the
+ * route configurations, so a table of a thousand services re-encodes only the hosts that changed;
+ * hosts with identical routes are merged when route collapse is on (route-collapse.ts).
  */
 import { isIP } from 'node:net';
 import { RouteConfiguration } from '../../gen/envoy/config/route/v3/route.js';
-import { VirtualHost } from '../../gen/envoy/config/route/v3/route_components.js';
 import type { Proxy } from '../../model/proxy.js';
 import type { PushContext } from '../../model/push-context.js';
 import { isHttpProtocol, type Service } from '../../model/service.js';
@@ -23,10 +23,11 @@ import { objectId } from '../../util/identity.js';
 import type { EncodedResource, ResourceCache } from '../cache.js';
 import type { FilterChainShape } from '../envoy/listeners.js';
 import { PASSTHROUGH_CLUSTER } from '../envoy/names.js';
-import { encode, msg, type Shape } from '../envoy/pack.js';
+import { encode, msg } from '../envoy/pack.js';
 import { buildHttpRoutes, defaultRoute, type RouteContext } from '../envoy/routes.js';
 import { TypeUrl } from '../types.js';
 import { encodeRepeatedField } from '../wire.js';
+import { collapseVirtualHosts, encodeRoutesField, encodeVirtualHost, type VirtualHostPart } from './route-collapse.js';
 import { routeInputsKey, sourceMatchKey } from './route-inputs.js';
 import type { GenerateInput, GeneratorSettings } from './types.js';
 
@@ -119,7 +120,7 @@ function serviceDomains(svc: Service, port: number, proxyNs: string, domain: str
   return names.flatMap((n) => [n, `${n}:${port}`]);
 }
 
-/** A service's virtual host, encoded, with the key it is cached under. */
+/** A service's virtual host: its routes encoded once per set of inputs (whatever the domains). */
 function serviceVirtualHost(
   svc: Service,
   port: number,
@@ -129,10 +130,10 @@ function serviceVirtualHost(
   push: PushContext,
   cache: ResourceCache,
   settings: GeneratorSettings,
-): { key: string; bytes: Uint8Array } {
+): VirtualHostPart {
   const vs = push.virtualServiceForHost(proxy.namespace, svc.hostname);
-  const key = `vh|${svc.hostname}:${port}|${routeInputsKey(push, proxy, svc, vs)}|${domainsKey}|t${settings.defaultRequestTimeoutMs}`;
-  const bytes = cache.getOrBuildFragment('rds', key, () => {
+  const inputs = `${svc.hostname}:${port}|${routeInputsKey(push, proxy, svc, vs)}|t${settings.defaultRequestTimeoutMs}`;
+  const routes = cache.getOrBuildFragment('rds', `vr|${inputs}`, () => {
     const ctx: RouteContext = {
       push,
       proxy,
@@ -142,53 +143,50 @@ function serviceVirtualHost(
       defaultTimeoutMs: settings.defaultRequestTimeoutMs,
       gateway: 'mesh',
     };
-    const routes = vs ? buildHttpRoutes(`${vs.namespace}.${vs.source.meta.name}`, vs.http, ctx) : [];
-    if (routes.length === 0) routes.push(defaultRoute(svc, port, ctx));
-    return encode(VirtualHost, msg(VirtualHost, { name: serviceRouteName(svc.hostname, port), domains, routes }));
+    const built = vs ? buildHttpRoutes(`${vs.namespace}.${vs.source.meta.name}`, vs.http, ctx) : [];
+    if (built.length === 0) built.push(defaultRoute(svc, port, ctx));
+    return encodeRoutesField(built);
   });
-  return { key, bytes };
+  return { key: `vh|${inputs}|${domainsKey}`, name: serviceRouteName(svc.hostname, port), domains, routes };
 }
 
 /** The virtual host for traffic no service claims: passthrough or 502, by the mesh's outbound policy. */
-function catchAllVirtualHost(push: PushContext, cache: ResourceCache): { key: string; bytes: Uint8Array } {
+function catchAllVirtualHost(push: PushContext, cache: ResourceCache): VirtualHostPart {
   const allowAny = push.mesh.outboundTrafficPolicy === 'ALLOW_ANY';
   const key = `vh-catchall|${allowAny}`;
-  const bytes = cache.getOrBuildFragment('rds', key, () => {
-    const vh: Shape<VirtualHost> = {
-      name: allowAny ? 'allow_any' : 'block_all',
-      domains: ['*'],
-      routes: [
-        allowAny
-          ? { name: 'allow_any', match: { prefix: '/' }, route: { cluster: PASSTHROUGH_CLUSTER, timeout: { seconds: 0, nanos: 0 } } }
-          : { name: 'block_all', match: { prefix: '/' }, directResponse: { status: 502 } },
-      ],
-    };
-    return encode(VirtualHost, msg(VirtualHost, vh));
-  });
-  return { key, bytes };
+  const routes = cache.getOrBuildFragment('rds', key, () =>
+    encodeRoutesField([
+      allowAny
+        ? { name: 'allow_any', match: { prefix: '/' }, route: { cluster: PASSTHROUGH_CLUSTER, timeout: { seconds: 0, nanos: 0 } } }
+        : { name: 'block_all', match: { prefix: '/' }, directResponse: { status: 502 } },
+    ]),
+  );
+  return { key, name: allowAny ? 'allow_any' : 'block_all', domains: ['*'], routes };
 }
 
-/** A RouteConfiguration from encoded virtual hosts: the same bytes the generated encoder writes. */
-function assembleRouteConfiguration(name: string, vhosts: ReadonlyArray<Uint8Array>): Uint8Array {
+/** A RouteConfiguration from virtual hosts: the same bytes the generated encoder writes. */
+function assembleRouteConfiguration(name: string, vhosts: ReadonlyArray<VirtualHostPart>, collapse: boolean): Uint8Array {
+  const hosts = collapse ? collapseVirtualHosts(vhosts) : vhosts;
   return Buffer.concat([
     encode(RouteConfiguration, msg(RouteConfiguration, { name })),
-    encodeRepeatedField(2, vhosts),
+    encodeRepeatedField(2, hosts.map(encodeVirtualHost)),
     encode(RouteConfiguration, msg(RouteConfiguration, { validateClusters: false })),
   ]);
 }
 
-function cachedRouteConfiguration(name: string, parts: ReadonlyArray<{ key: string; bytes: Uint8Array }>, cache: ResourceCache): EncodedResource {
+function cachedRouteConfiguration(name: string, parts: ReadonlyArray<VirtualHostPart>, cache: ResourceCache, settings: GeneratorSettings): EncodedResource {
   // tables of many hosts have long keys: name them by a hash of their parts' keys
   const joined = parts.map((p) => p.key).join('\n');
-  const key = `rc|${name}|${joined.length > 512 ? contentHash(joined) : joined}`;
-  return cache.getOrBuild('rds', key, () => ({ name, typeUrl: TypeUrl.Route, bytes: assembleRouteConfiguration(name, parts.map((p) => p.bytes)) }));
+  const collapse = settings.routeCollapse;
+  const key = `rc|${name}|c${collapse ? 1 : 0}|${joined.length > 512 ? contentHash(joined) : joined}`;
+  return cache.getOrBuild('rds', key, () => ({ name, typeUrl: TypeUrl.Route, bytes: assembleRouteConfiguration(name, parts, collapse) }));
 }
 
 /** The shared table of a port: services without a VIP, each domain used once, then the catch-all. */
 function sharedRouteTable(port: number, plan: HttpPortPlan | undefined, input: GenerateInput): EncodedResource {
   const { proxy, push, cache, settings } = input;
   const used = new Set<string>();
-  const parts: Array<{ key: string; bytes: Uint8Array }> = [];
+  const parts: VirtualHostPart[] = [];
   for (const svc of plan?.shared ?? []) {
     const all = serviceDomains(svc, port, proxy.namespace, push.mesh.domain);
     const domains = all.filter((d) => !used.has(d));
@@ -198,7 +196,7 @@ function sharedRouteTable(port: number, plan: HttpPortPlan | undefined, input: G
     parts.push(serviceVirtualHost(svc, port, domains, key, proxy, push, cache, settings));
   }
   parts.push(catchAllVirtualHost(push, cache));
-  return cachedRouteConfiguration(String(port), parts, cache);
+  return cachedRouteConfiguration(String(port), parts, cache, settings);
 }
 
 /** The route configuration of one service with a VIP: its virtual host, then the catch-all. */
@@ -210,7 +208,7 @@ function serviceRouteConfiguration(name: string, service: Service, port: number,
   return push.memoize(memoKey, () => {
     const domains = serviceDomains(service, port, proxy.namespace, push.mesh.domain);
     const parts = [serviceVirtualHost(service, port, domains, domainsVariant(service, proxy), proxy, push, cache, settings), catchAllVirtualHost(push, cache)];
-    return cachedRouteConfiguration(name, parts, cache);
+    return cachedRouteConfiguration(name, parts, cache, settings);
   });
 }
 

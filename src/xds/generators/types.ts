@@ -12,6 +12,8 @@ export interface GeneratorSettings {
   readonly http10: boolean;
   readonly httpDelayedCloseTimeoutMs: number;
   readonly gatewayStripHostPort: boolean;
+  /** DISC_ENABLE_ROUTE_COLLAPSE_OPTIMIZATION: sidecar virtual hosts with identical routes are merged. */
+  readonly routeCollapse: boolean;
 }
 
 export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
@@ -21,6 +23,7 @@ export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
   http10: false,
   httpDelayedCloseTimeoutMs: 1000,
   gatewayStripHostPort: false,
+  routeCollapse: true,
 });
 
 /** Everything a generator reads. Generators are pure functions of this input. */

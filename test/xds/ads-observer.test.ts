@@ -1,0 +1,103 @@
+/**
+ * The ADS server's observer: `acked(proxy, typeUrl, version)` tells which snapshot a proxy holds per
+ * type (what config distribution tracking needs), from ACKs and from pushes with nothing new.
+ */
+import type { Proxy } from '../../src/model/proxy.js';
+import { TypeUrl } from '../../src/xds/types.js';
+import { eventually, grpcNode, startAds, type Harness } from './ads-harness.js';
+
+const ECHO = 'echo.default.svc.cluster.local';
+const LISTENER = `${ECHO}:7070`;
+
+const route = (timeout: string): string => `
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: echo, namespace: default }
+spec:
+  hosts: [echo]
+  http: [{ timeout: ${timeout}, route: [{ destination: { host: echo } }] }]
+---
+`;
+
+interface Acked {
+  readonly proxy: string;
+  readonly typeUrl: string;
+  readonly version: string;
+}
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function start(yaml: string, acked: Acked[], connected: string[]): Promise<Harness> {
+  h = await startAds(yaml, {
+    observer: {
+      connected: (p: Proxy) => void connected.push(p.id),
+      acked: (p: Proxy, typeUrl: string, version: string) => void acked.push({ proxy: p.id, typeUrl, version }),
+    },
+  });
+  return h;
+}
+
+describe('ADS observer: acked', () => {
+  it('reports each ACKed type at the snapshot version it was built from, not NACKs', async () => {
+    const acked: Acked[] = [];
+    const connected: string[] = [];
+    const harness = await start(route('1s'), acked, connected);
+    const version = harness.tm.model.current().push.version;
+    const s = harness.sotw(grpcNode());
+    s.send({ typeUrl: TypeUrl.Listener, names: [LISTENER] });
+    const lds = await s.next();
+    expect(acked).toEqual([]); // sent, not yet ACKed
+    s.ack(lds, [LISTENER]);
+    s.send({ typeUrl: TypeUrl.Route, names: [LISTENER] });
+    const rds = await s.next();
+    s.nack(rds, 'rejected for the test', [LISTENER]);
+    await eventually(async () => (await harness.metric('disc_total_xds_rejects')) === 1, 3000, 'the NACK');
+    expect(connected).toEqual([grpcNode().id]);
+    expect(acked).toEqual([{ proxy: grpcNode().id, typeUrl: TypeUrl.Listener, version }]);
+  });
+
+  it('after a change, reports the new version for the re-sent type once ACKed and for the unchanged one at once', async () => {
+    const acked: Acked[] = [];
+    const harness = await start(route('1s'), acked, []);
+    const s = harness.sotw(grpcNode());
+    for (const typeUrl of [TypeUrl.Listener, TypeUrl.Route]) {
+      s.send({ typeUrl, names: [LISTENER] });
+      s.ack(await s.next(), [LISTENER]);
+    }
+    await eventually(() => acked.length === 2, 3000, 'two ACKs');
+    const before = harness.tm.model.current().push.version;
+    expect(acked.map((a) => a.version)).toEqual([before, before]);
+
+    acked.length = 0;
+    await harness.change(route('7s'), { origin: 'test.yaml' });
+    const after = harness.tm.model.current().push.version;
+    expect(after).not.toBe(before);
+    // LDS had nothing new: the proxy holds the new snapshot's listener already
+    expect(acked).toEqual([{ proxy: grpcNode().id, typeUrl: TypeUrl.Listener, version: after }]);
+    const rds = await s.next();
+    expect(rds.typeUrl).toBe(TypeUrl.Route);
+    s.ack(rds, [LISTENER]);
+    await eventually(() => acked.length === 2, 3000, 'the RDS ACK');
+    expect(acked[1]).toEqual({ proxy: grpcNode().id, typeUrl: TypeUrl.Route, version: after });
+  });
+
+  it('keeps the stream working when the observer throws', async () => {
+    h = await startAds(route('1s'), {
+      observer: {
+        acked: () => {
+          throw new Error('observer broken');
+        },
+      },
+    });
+    const s = h.sotw(grpcNode());
+    s.send({ typeUrl: TypeUrl.Listener, names: [LISTENER] });
+    s.ack(await s.next(), [LISTENER]);
+    s.send({ typeUrl: TypeUrl.Route, names: [LISTENER] });
+    const rds = await s.next();
+    expect(rds.resources).toHaveLength(1);
+  });
+});
