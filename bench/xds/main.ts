@@ -6,6 +6,7 @@
  *
  * See bench/README.md for what each figure means.
  */
+import { DAEMON_RUNTIME_ENV } from '../../src/bootstrap/runtime-env.js';
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -48,6 +49,8 @@ interface Options {
   cpuProf: boolean;
   keep: boolean;
   daemonEnv: Record<string, string>;
+  /** Run the daemon without DAEMON_RUNTIME_ENV. */
+  systemMalloc: boolean;
   readyTimeoutS: number;
 }
 
@@ -65,6 +68,7 @@ const USAGE = `usage: npm run bench:xds -- [options]
   --edit-timeout S        give up on an edit after S seconds [180]
   --quiet MS              an edit window ends once no response arrived for MS [1500]
   --daemon-env K=V        extra environment for the daemon (repeatable), e.g. DISC_PUSH_THROTTLE=200
+  --system-malloc         run the daemon without the allocator settings it is deployed with (src/bootstrap/runtime-env.ts)
   --cpu-prof              run the daemon with --cpu-prof and print per-phase top functions
   --keep                  keep the run directory (config, daemon log, profile)`;
 
@@ -86,6 +90,7 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
     cpuProf: false,
     keep: false,
     daemonEnv: {},
+    systemMalloc: false,
     readyTimeoutS: 120,
   };
   const num = (flag: string, v: string | undefined): number => {
@@ -150,6 +155,9 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
       }
       case '--cpu-prof':
         o.cpuProf = true;
+        break;
+      case '--system-malloc':
+        o.systemMalloc = true;
         break;
       case '--keep':
         o.keep = true;
@@ -387,7 +395,8 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
       daemonRoot: o.build.root,
       configDir,
       logFile: join(runDir, 'daemon.log'),
-      env: o.daemonEnv,
+      // The daemon runs with the environment its Deployment gives it, then the user's additions.
+      env: { ...(o.systemMalloc ? {} : DAEMON_RUNTIME_ENV), ...o.daemonEnv },
       cpuProfDir: profDir,
       readyTimeoutMs: o.readyTimeoutS * 1000,
     });
@@ -701,6 +710,8 @@ async function main(): Promise<void> {
 }
 
 async function runAll(o: Options): Promise<void> {
+  const env = { ...(o.systemMalloc ? {} : DAEMON_RUNTIME_ENV), ...o.daemonEnv };
+  console.log(`daemon environment: ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ') || '(none added)'}`);
   if (!o.matrix) {
     const r = await runOnce(o.services, o.clients, o);
     printRun(r);

@@ -180,9 +180,15 @@ describe('gateway-api in the daemon', () => {
     expect(broken.reason).toBe('BackendNotFound');
     expect(broken.message).toContain(`Service ${ns}/missing not found`);
     await routerListeners(daemon);
-    const after = await routeConfig('http.80');
-    const route0 = after.virtualHosts.find((v) => v.domains.includes('shop.example.com'))!.routes[0].route;
-    expect(route0?.cluster).toBe(`outbound|80||web-v1.${ns}.svc.cluster.local`);
+    // The status may be written before the debounced push reaches the router: read until it has.
+    const expected = `outbound|80||web-v1.${ns}.svc.cluster.local`;
+    let cluster: string | undefined;
+    for (const deadline = Date.now() + 25_000; Date.now() < deadline && cluster !== expected; ) {
+      const after = await routeConfig('http.80').catch(() => undefined);
+      cluster = after?.virtualHosts.find((v) => v.domains.includes('shop.example.com'))?.routes[0]?.route?.cluster;
+      if (cluster !== expected) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(cluster).toBe(expected);
     await stopDaemon();
   }, 120_000);
 

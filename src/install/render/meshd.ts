@@ -9,6 +9,7 @@ import type { EnvVar, ServicePort } from '../api.js';
 import { INJECT_POD_LABEL, REVISION_LABEL } from '../labels.js';
 import { deepMerge, sortKeys } from '../tree.js';
 import { toYaml } from '../yaml-io.js';
+import { DAEMON_RUNTIME_ENV } from '../../bootstrap/runtime-env.js';
 import { MESHD_SERVICE_ACCOUNT } from './base.js';
 import {
   DNS_DOMAIN,
@@ -98,6 +99,7 @@ function meshdEnv(ctx: RenderContext): EnvVar[] {
     // Only the default revision patches the shared validating webhook configuration.
     { name: 'VALIDATION_WEBHOOK_CONFIG_NAME', value: ctx.revision ? '' : validatingWebhookName(ctx) },
     { name: 'ROOT_CA_DIR', value: CACERTS_DIR },
+    ...Object.entries(DAEMON_RUNTIME_ENV).map(([name, value]) => ({ name, value })),
   ];
   return mergeEnv(base, ctx.spec.components?.meshd?.k8s?.env);
 }
