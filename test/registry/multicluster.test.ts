@@ -18,6 +18,7 @@ import type { Endpoint, Service } from '../../src/model/service.js';
 import { AggregateRegistry } from '../../src/registry/aggregate.js';
 import type { RemoteClusterController } from '../../src/registry/multicluster/controller.js';
 import { freePort, metricValue } from '../support/daemon.js';
+import { applyServiceExportCrd } from '../support/service-export-crd.js';
 import { kubeconfigFor, REMOTE_APISERVER_START_TIMEOUT_MS, REMOTE_APISERVER_STOP_TIMEOUT_MS, startRemoteApiServer, type RemoteApiServer } from '../support/remote-apiserver.js';
 import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, uniqueName, until, type KubeTestEnv } from '../kube/helpers.js';
 
@@ -286,21 +287,7 @@ describe('remote clusters: workload entries, MCS exports and headless services',
   }, 60_000);
 
   it('with ENABLE_MCS_SERVICE_DISCOVERY shows a remote cluster’s endpoints only while it exports the service', async () => {
-    await remoteClient.applyObject(
-      {
-        apiVersion: 'apiextensions.k8s.io/v1',
-        kind: 'CustomResourceDefinition',
-        metadata: { name: 'serviceexports.multicluster.x-k8s.io' },
-        spec: {
-          group: 'multicluster.x-k8s.io',
-          scope: 'Namespaced',
-          names: { plural: 'serviceexports', singular: 'serviceexport', kind: 'ServiceExport', listKind: 'ServiceExportList' },
-          versions: [{ name: 'v1alpha1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-        },
-      } as KubeObject,
-      FM,
-    );
-    await until('the ServiceExport CRD to be served', async () => (await remoteClient.list('multicluster.x-k8s.io/v1alpha1', 'ServiceExport').catch(() => undefined)) !== undefined, 30_000);
+    await applyServiceExportCrd(remoteClient);
     const aggregate = await remoteSetup({ mcsServiceDiscovery: true }, { serviceExports: true });
     expect(endpointsOf(aggregate, 'echo')).toEqual([`${LOCAL} 198.18.70.1:8080`]);
     const events: string[] = [];
