@@ -20,7 +20,7 @@ import { TypeUrl } from '../../src/xds/types.js';
 import { decodeResource, tcpProxiesOf } from '../support/decode.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { startDaemon, type Daemon } from '../support/daemon.js';
-import { configMap, createNamespace, deleteNamespace, kubeTestEnv, until, type KubeTestEnv } from '../kube/helpers.js';
+import { applyMeshCrds, configMap, createNamespace, deleteNamespace, kubeTestEnv, until, type KubeTestEnv } from '../kube/helpers.js';
 import { SotwStream, sidecarNode } from '../xds/ads-harness.js';
 
 const base = { domain: 'cluster.local', clusterId: 'Cluster' };
@@ -42,6 +42,8 @@ let ns: string;
 
 beforeAll(async () => {
   env = await kubeTestEnv();
+  // The daemon started below reads the config kinds from the CRDs: they must be served.
+  await applyMeshCrds(env.client);
   ns = await createNamespace(env.client, 'meshcm');
 }, CLUSTER_START_TIMEOUT_MS);
 

@@ -11,13 +11,15 @@ import type { KubeObject } from '../../src/kube/types.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { startDaemon, type Daemon } from '../support/daemon.js';
 import { applyServiceExportCrd } from '../support/service-export-crd.js';
-import { createNamespace, deleteNamespace, kubeTestEnv, until, type KubeTestEnv } from '../kube/helpers.js';
+import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, until, type KubeTestEnv } from '../kube/helpers.js';
 
 let env: KubeTestEnv;
 let ns: string;
 
 beforeAll(async () => {
   env = await kubeTestEnv();
+  // The daemon started below reads the config kinds from the CRDs: they must be served.
+  await applyMeshCrds(env.client);
   await applyServiceExportCrd(env.client);
   ns = await createNamespace(env.client, 'mcs');
 }, CLUSTER_START_TIMEOUT_MS);
