@@ -5,11 +5,10 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { watchFile, unwatchFile } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import type { Logger } from 'pino';
 import { MeshConfigSchema, type MeshConfig } from '../gen/config/schemas.js';
 import { durationMs } from '../config/duration.js';
-import { ConfigError } from '../config/config-error.js';
+import { parseYamlDocument } from '../config/yaml-document.js';
 import { clusterLocalHostsOf } from '../controllers/service-export/cluster-local.js';
 import { DEFAULT_MESH_SETTINGS, type MeshSettings } from '../model/mesh-settings.js';
 
@@ -33,15 +32,7 @@ export function meshSettingsFrom(mc: MeshConfig, base: { domain: string; cluster
 }
 
 export function parseMeshConfig(text: string, origin: string): MeshConfig {
-  let doc: unknown;
-  try {
-    doc = parseYaml(text) ?? {};
-  } catch (e) {
-    throw new ConfigError([`${origin}: invalid YAML: ${e instanceof Error ? e.message : String(e)}`]);
-  }
-  const r = MeshConfigSchema.safeParse(doc);
-  if (!r.success) throw new ConfigError(r.error.issues.map((i) => `${origin}: ${i.path.join('.') || '(root)'}: ${i.message}`));
-  return r.data;
+  return parseYamlDocument(text, origin, MeshConfigSchema);
 }
 
 export class MeshConfigWatcher {

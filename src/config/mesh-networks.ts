@@ -12,9 +12,8 @@
  * issues name the field and the reason.
  */
 import { isIP } from 'node:net';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { ConfigError } from './config-error.js';
+import { parseYamlDocument } from './yaml-document.js';
 
 const cidr = z.string().refine((v) => {
   const [ip, len, extra] = v.split('/');
@@ -52,13 +51,6 @@ export const EMPTY_MESH_NETWORKS: MeshNetworks = Object.freeze({ networks: {} })
 
 /** Parses mesh networks YAML; `origin` prefixes every issue (file path, or ConfigMap and key). */
 export function parseMeshNetworks(text: string, origin: string): MeshNetworks {
-  let doc: unknown;
-  try {
-    doc = parseYaml(text) ?? {};
-  } catch (e) {
-    throw new ConfigError([`${origin}: invalid YAML: ${e instanceof Error ? e.message : String(e)}`]);
-  }
-  const r = MeshNetworksSchema.safeParse(doc);
-  if (!r.success) throw new ConfigError(r.error.issues.map((i) => `${origin}: ${i.path.join('.') || '(root)'}: ${i.message}`));
-  return Object.freeze({ networks: r.data.networks ?? {} });
+  const parsed = parseYamlDocument(text, origin, MeshNetworksSchema);
+  return Object.freeze({ networks: parsed.networks ?? {} });
 }

@@ -136,6 +136,31 @@ export async function startAds(
   };
 }
 
+/** A STATIC ServiceEntry `<name>.default.svc.cluster.local` without VIPs, one endpoint per address. */
+export const serviceEntry = (name: string, addresses: string[], port = 8080): string => `
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: { name: ${name}, namespace: default }
+spec:
+  hosts: [${name}.default.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{ number: ${port}, name: http, protocol: HTTP }]
+  endpoints: [${addresses.map((a) => `{ address: ${a} }`).join(', ')}]
+---
+`;
+
+/** The VirtualService `echo` (host `echo` in default) with one route and its timeout. */
+export const echoRoute = (timeout: string): string => `
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: echo, namespace: default }
+spec:
+  hosts: [echo]
+  http: [{ timeout: ${timeout}, route: [{ destination: { host: echo } }] }]
+---
+`;
+
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

@@ -4,20 +4,11 @@
  */
 import type { Proxy } from '../../src/model/proxy.js';
 import { TypeUrl } from '../../src/xds/types.js';
-import { eventually, grpcNode, startAds, type Harness } from './ads-harness.js';
+import { echoRoute, eventually, grpcNode, startAds, type Harness } from './ads-harness.js';
 
 const ECHO = 'echo.default.svc.cluster.local';
 const LISTENER = `${ECHO}:7070`;
 
-const route = (timeout: string): string => `
-apiVersion: networking.mesh.io/v1
-kind: VirtualService
-metadata: { name: echo, namespace: default }
-spec:
-  hosts: [echo]
-  http: [{ timeout: ${timeout}, route: [{ destination: { host: echo } }] }]
----
-`;
 
 interface Acked {
   readonly proxy: string;
@@ -45,7 +36,7 @@ describe('ADS observer: acked', () => {
   it('reports each ACKed type at the snapshot version it was built from, not NACKs', async () => {
     const acked: Acked[] = [];
     const connected: string[] = [];
-    const harness = await start(route('1s'), acked, connected);
+    const harness = await start(echoRoute('1s'), acked, connected);
     const version = harness.tm.model.current().push.version;
     const s = harness.sotw(grpcNode());
     s.send({ typeUrl: TypeUrl.Listener, names: [LISTENER] });
@@ -62,7 +53,7 @@ describe('ADS observer: acked', () => {
 
   it('after a change, reports the new version for the re-sent type once ACKed and for the unchanged one at once', async () => {
     const acked: Acked[] = [];
-    const harness = await start(route('1s'), acked, []);
+    const harness = await start(echoRoute('1s'), acked, []);
     const s = harness.sotw(grpcNode());
     for (const typeUrl of [TypeUrl.Listener, TypeUrl.Route]) {
       s.send({ typeUrl, names: [LISTENER] });
@@ -73,7 +64,7 @@ describe('ADS observer: acked', () => {
     expect(acked.map((a) => a.version)).toEqual([before, before]);
 
     acked.length = 0;
-    await harness.change(route('7s'), { origin: 'test.yaml' });
+    await harness.change(echoRoute('7s'), { origin: 'test.yaml' });
     const after = harness.tm.model.current().push.version;
     expect(after).not.toBe(before);
     // LDS had nothing new: the proxy holds the new snapshot's listener already
@@ -86,7 +77,7 @@ describe('ADS observer: acked', () => {
   });
 
   it('keeps the stream working when the observer throws', async () => {
-    h = await startAds(route('1s'), {
+    h = await startAds(echoRoute('1s'), {
       observer: {
         acked: () => {
           throw new Error('observer broken');

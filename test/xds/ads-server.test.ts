@@ -13,9 +13,11 @@ import { hcmOf } from '../support/decode.js';
 import { TypeUrl } from '../../src/xds/types.js';
 import {
   deltaNames,
+  echoRoute,
   eventually,
   grpcNode,
   namesOf,
+  serviceEntry,
   sidecarNode,
   startAds,
   withTimeout,
@@ -31,28 +33,6 @@ const RATINGS_CLUSTER = `outbound|9080||${RATINGS}`;
 const EXT_CLUSTER = 'outbound|8080||ext.default.svc.cluster.local';
 const EXT2_CLUSTER = 'outbound|8080||ext2.default.svc.cluster.local';
 
-const serviceEntry = (name: string, addresses: string[], port = 8080): string => `
-apiVersion: networking.mesh.io/v1
-kind: ServiceEntry
-metadata: { name: ${name}, namespace: default }
-spec:
-  hosts: [${name}.default.svc.cluster.local]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports: [{ number: ${port}, name: http, protocol: HTTP }]
-  endpoints: [${addresses.map((a) => `{ address: ${a} }`).join(', ')}]
----
-`;
-
-const echoRoute = (timeout: string): string => `
-apiVersion: networking.mesh.io/v1
-kind: VirtualService
-metadata: { name: echo, namespace: default }
-spec:
-  hosts: [echo]
-  http: [{ timeout: ${timeout}, route: [{ destination: { host: echo } }] }]
----
-`;
 
 const ratingsRoute = (timeout: string): string => `
 apiVersion: networking.mesh.io/v1

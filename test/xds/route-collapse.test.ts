@@ -11,6 +11,7 @@ import { DEFAULT_GENERATOR_SETTINGS } from '../../src/xds/generators/types.js';
 import { generatorsFor } from '../../src/bootstrap/generators.js';
 import { ResourceCache } from '../../src/xds/cache.js';
 import { modelFromYaml, sidecar, TypeUrl, type TestModel } from '../support/model.js';
+import { serviceEntry } from './ads-harness.js';
 import { integrityProblems } from './integrity.js';
 import { hcmOf } from '../support/decode.js';
 import { ClusterLoadAssignment } from '../../src/gen/envoy/config/endpoint/v3/endpoint.js';
@@ -55,21 +56,7 @@ describe('collapseVirtualHosts', () => {
 });
 
 /** Two services without VIPs that one VirtualService routes alike, and one routed on its own. */
-const CONFIG = ['front', 'front-alias', 'other', 'backend']
-  .map(
-    (name) => `
-apiVersion: networking.mesh.io/v1
-kind: ServiceEntry
-metadata: { name: ${name}, namespace: default }
-spec:
-  hosts: [${name}.default.svc.cluster.local]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports: [{ number: 8000, name: http, protocol: HTTP }]
-  endpoints: [{ address: 10.3.0.${name.length} }]
----`,
-  )
-  .join('\n') + `
+const CONFIG = ['front', 'front-alias', 'other', 'backend'].map((name) => serviceEntry(name, [`10.3.0.${name.length}`], 8000)).join('') + `
 apiVersion: networking.mesh.io/v1
 kind: VirtualService
 metadata: { name: to-backend, namespace: default }
