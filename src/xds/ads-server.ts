@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { DeltaDiscoveryRequest, DiscoveryRequest } from '../gen/envoy/service/discovery/v3/discovery.js';
+import { DeltaDiscoveryRequest } from '../gen/envoy/service/discovery/v3/discovery.js';
 import type { Node } from '../gen/envoy/config/core/v3/base.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { EndpointIndex } from '../model/endpoint-index.js';
@@ -18,9 +18,10 @@ import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
 import { ByteBudget, Limiter } from './limiter.js';
 import { PushQueue } from './push-queue.js';
 import { affectedTypes, type PushRequest } from './push-request.js';
-import { scanDiscoveryRequest } from './request-scan.js';
+import { intern, readSotwRequest, sameNames, type SotwRequest } from './request-intake.js';
 import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, shortType, type XdsTypeUrl } from './types.js';
-import { encodeControlPlane, encodeDeltaDiscoveryResponse, encodeDeltaResource, encodeDiscoveryResponse } from './wire.js';
+import { frameWriter } from './frame-writer.js';
+import { encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, GRPC_PREFIX_BYTES, type GrpcFrame } from './wire.js';
 import { parseClusterName } from './envoy/names.js';
 
 export interface ModelView {
@@ -36,6 +37,11 @@ export interface AdsOptions {
   readonly deltaEnabled: boolean;
   readonly controlPlaneId: string;
   readonly distributionTracking: boolean;
+  /**
+   * Write shared frames straight to the HTTP/2 stream (frame-writer.ts); default true. False sends
+   * every response through grpc-js's copying `call.write` (tests of the fallback).
+   */
+  readonly directWrites?: boolean;
 }
 
 export interface AdsDeps {
@@ -71,8 +77,9 @@ export interface AdsObserver {
 const SERVICE = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
 const FRAME_CACHE_ENTRIES = 64;
 /**
- * Response bytes being written at once, over all connections: with DISC_PUSH_THROTTLE answers of a
- * few MB each (a sidecar's initial CDS), the transport's copies would otherwise peak at hundreds of MB.
+ * Response bytes being written at once over all connections, where each write is copied by grpc-js
+ * (the fallback of frame-writer.ts): with DISC_PUSH_THROTTLE answers of a few MB each (a sidecar's
+ * initial CDS), the copies would otherwise peak at hundreds of MB. Direct writes share one frame.
  */
 const MAX_BYTES_IN_FLIGHT = 64 * 1024 * 1024;
 const passthrough = (b: Buffer): Buffer => b;
@@ -102,7 +109,7 @@ export class DiscoveryServer {
   private readonly bytesInFlight = new ByteBudget(MAX_BYTES_IN_FLIGHT);
   private nonceCounter = 0;
   /** Recently built frames by list; bounded, since a list that is not shared gains nothing from it. */
-  private readonly frames = new Map<ReadonlyArray<EncodedResource>, { typeUrl: string; version: string; frame: Buffer; nonce: string }>();
+  private readonly frames = new Map<ReadonlyArray<EncodedResource>, { typeUrl: string; version: string; frame: GrpcFrame; nonce: string }>();
   private closing = false;
 
   constructor(private readonly deps: AdsDeps) {
@@ -168,13 +175,15 @@ export class DiscoveryServer {
     let conn: Connection | undefined;
     let chain: Promise<void> = Promise.resolve();
     let ended = false;
+    const out = frameWriter(call, { allowDirect: this.deps.options.directWrites !== false });
     const writer: ResponseWriter = {
+      direct: out.direct,
       write: (frame) =>
         new Promise<void>((resolve, reject) => {
           if (ended) return reject(new Error('stream closed'));
           // Settles once the transport has taken the frame (HTTP/2 flow control included), so the
           // bytes a push holds in flight stay bounded by the push throttle.
-          call.write(frame, (err?: Error | null) => (err ? reject(err) : resolve()));
+          out.write(frame, (err) => (err ? reject(err) : resolve()));
         }),
       close: (code, message) => {
         if (ended) return;
@@ -194,14 +203,26 @@ export class DiscoveryServer {
       }
     };
     call.on('data', (raw: Buffer) => {
+      // A state-of-the-world request is read now and its buffer let go (request-intake.ts); it
+      // waits for its turn behind the stream's earlier requests in that compact form.
+      let sotw: SotwRequest | StreamError | undefined;
+      if (!delta) {
+        try {
+          sotw = readSotwRequest(raw);
+        } catch (e) {
+          sotw = new StreamError(grpc.status.INVALID_ARGUMENT, e instanceof Error ? e.message : String(e));
+        }
+      }
+      const deltaRaw = delta ? raw : undefined;
       chain = chain
         .then(async () => {
           if (ended) return;
+          if (sotw instanceof StreamError) throw sotw;
           if (!conn) {
-            conn = this.accept(call, raw, delta, writer);
+            conn = this.accept(call, sotw ? sotw.node : this.decodeDelta(deltaRaw!).node, delta, writer);
           }
-          if (delta) await this.onDeltaRequest(conn, raw);
-          else await this.onRequest(conn, raw);
+          if (sotw) await this.onRequest(conn, sotw);
+          else await this.onDeltaRequest(conn, deltaRaw!);
         })
         .catch((err: unknown) => {
           const code = err instanceof StreamError ? err.code : grpc.status.INTERNAL;
@@ -246,8 +267,7 @@ export class DiscoveryServer {
     }
   }
 
-  private accept(call: DuplexCall, raw: Buffer, delta: boolean, writer: ResponseWriter): Connection {
-    const node = this.decode(raw, delta).node;
+  private accept(call: DuplexCall, node: Node | undefined, delta: boolean, writer: ResponseWriter): Connection {
     if (!node?.id) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'first discovery request must carry node.id');
     let proxy: Proxy;
     try {
@@ -264,11 +284,11 @@ export class DiscoveryServer {
     return conn;
   }
 
-  private decode(raw: Buffer, delta: boolean): DiscoveryRequest | DeltaDiscoveryRequest {
+  private decodeDelta(raw: Buffer): DeltaDiscoveryRequest {
     try {
-      return delta ? DeltaDiscoveryRequest.decode(raw) : DiscoveryRequest.decode(raw);
+      return DeltaDiscoveryRequest.decode(raw);
     } catch (e) {
-      throw new StreamError(grpc.status.INVALID_ARGUMENT, `malformed ${delta ? 'Delta' : ''}DiscoveryRequest: ${e instanceof Error ? e.message : String(e)}`);
+      throw new StreamError(grpc.status.INVALID_ARGUMENT, `malformed DeltaDiscoveryRequest: ${e instanceof Error ? e.message : String(e)}`);
     }
   }
 
@@ -314,41 +334,37 @@ export class DiscoveryServer {
     }
   }
 
-  private async onRequest(conn: Connection, raw: Buffer): Promise<void> {
-    // Most requests are ACKs repeating the names of the previous request of their type: recognise
-    // them by their bytes and skip decoding (thousands of EDS names per sidecar ACK).
-    const expected: Buffer[] = [];
-    for (const w of conn.watches.values()) if (w.namesBytes !== undefined) expected.push(w.namesBytes);
-    const scan = scanDiscoveryRequest(raw, expected);
-    const known = scan && !scan.needsDecode ? conn.watches.get(scan.typeUrl) : undefined;
-    if (scan && known?.namesBytes !== undefined && known.namesBytes.equals(scan.names)) {
-      const kind = this.track(conn, known, scan.nonce, undefined);
+  private async onRequest(conn: Connection, req: SotwRequest): Promise<void> {
+    const typeUrl = req.typeUrl;
+    let watch = conn.watches.get(typeUrl);
+    // Most requests are ACKs repeating the names of the previous request of their type: the shared
+    // names buffer identifies them without comparing names (thousands of EDS names per sidecar ACK).
+    if (watch && !req.error && req.namesBytes !== undefined && watch.namesBytes === req.namesBytes) {
+      const known = watch;
+      const kind = this.track(conn, known, req.nonce, undefined);
       if (kind === 'initial') {
         known.resendAll = true; // a request without a nonce knows nothing: answer with everything
         await this.requestLimiter.run(() => this.pushTypes(conn, [known.typeUrl], undefined, true));
       }
       return;
     }
-    const req = this.decode(raw, false) as DiscoveryRequest;
-    const typeUrl = req.typeUrl;
     if (!isKnownType(typeUrl)) {
       this.deps.log.warn({ conn: conn.id, typeUrl }, 'ADS: request for an unsupported type URL ignored');
       return;
     }
-    let watch = conn.watches.get(typeUrl);
-    const wildcard = req.resourceNames.includes('*') || (req.resourceNames.length === 0 && WILDCARD_TYPES.has(typeUrl) && (!watch || watch.names === undefined));
-    // Check the names against the current set before building a new one.
-    const unchanged = !wildcard && watch?.names !== undefined && sameList(watch.names, req.resourceNames);
-    const names: ReadonlySet<string> | undefined = wildcard ? undefined : unchanged ? watch!.names : canonicalNames(internNames(req.resourceNames));
+    const wildcard = req.star || (req.empty && WILDCARD_TYPES.has(typeUrl) && (!watch || watch.names === undefined));
+    // Keep the current set when the names are the same, so that its identity (and memoized work) stays.
+    const unchanged = !wildcard && watch?.names !== undefined && sameNames(watch.names, req.names);
+    const names: ReadonlySet<string> | undefined = wildcard ? undefined : unchanged ? watch!.names : req.names;
     if (!watch) {
       watch = newWatch(typeUrl, names);
       conn.watches.set(typeUrl, watch);
     }
-    const kind = this.track(conn, watch, req.responseNonce, req.errorDetail ? { code: req.errorDetail.code, message: req.errorDetail.message } : undefined);
+    const kind = this.track(conn, watch, req.nonce, req.error);
     if (kind === 'stale' || kind === 'nack') return;
     const namesChanged = !sameNames(watch.names, names);
     if (namesChanged) watch.names = names;
-    watch.namesBytes = scan ? sharedNamesBytes(watch.names, scan.names) : undefined;
+    watch.namesBytes = req.namesBytes;
     if (kind === 'initial') watch.resendAll = true; // a request without a nonce knows nothing: answer with everything
     if (kind === 'initial' || namesChanged) {
       // A changed subscription is always answered, even when the resulting set is unchanged, so a
@@ -358,7 +374,7 @@ export class DiscoveryServer {
   }
 
   private async onDeltaRequest(conn: Connection, raw: Buffer): Promise<void> {
-    const req = this.decode(raw, true) as DeltaDiscoveryRequest;
+    const req = this.decodeDelta(raw);
     const typeUrl = req.typeUrl;
     if (!isKnownType(typeUrl)) {
       this.deps.log.warn({ conn: conn.id, typeUrl }, 'ADS: delta request for an unsupported type URL ignored');
@@ -449,12 +465,12 @@ export class DiscoveryServer {
    * version and the list's content (unique per stream for every different response, and meaningful
    * for distribution tracking), not from the connection.
    */
-  private sotwFrame(typeUrl: string, version: string, resources: ReadonlyArray<EncodedResource>): { frame: Buffer; nonce: string } {
+  private sotwFrame(typeUrl: string, version: string, resources: ReadonlyArray<EncodedResource>): { frame: GrpcFrame; nonce: string } {
     const cached = this.frames.get(resources);
     if (cached && cached.version === version && cached.typeUrl === typeUrl) return cached;
     // Partial (EDS/RDS) payloads of different pushes can be equal: the version keeps their nonces apart.
     const nonce = `${this.deps.options.distributionTracking ? `${version}/` : ''}${listVersion(resources).slice(0, 12)}.${versionTag(version)}`;
-    const frame = encodeDiscoveryResponse(version, typeUrl, nonce, resources.map((r) => r.any), this.controlPlane);
+    const frame = frameDiscoveryResponse(version, typeUrl, nonce, resources.map((r) => r.any), this.controlPlane);
     const entry = { typeUrl, version, frame, nonce };
     this.frames.delete(resources);
     this.frames.set(resources, entry);
@@ -482,12 +498,13 @@ export class DiscoveryServer {
     }
   }
 
-  private write(conn: Connection, frame: Buffer, type: string): Promise<boolean> {
-    // Each write is copied once more by the transport: bound what is held that way at once.
+  private write(conn: Connection, frame: GrpcFrame, type: string): Promise<boolean> {
+    // A shared frame written as it is costs nothing per connection; a copying write is bounded.
+    if (conn.writer.direct) return this.writeNow(conn, frame, type);
     return this.bytesInFlight.run(frame.length, () => this.writeNow(conn, frame, type));
   }
 
-  private async writeNow(conn: Connection, frame: Buffer, type: string): Promise<boolean> {
+  private async writeNow(conn: Connection, frame: GrpcFrame, type: string): Promise<boolean> {
     const started = process.hrtime.bigint();
     const timeoutMs = this.deps.options.sendTimeoutMs;
     try {
@@ -512,7 +529,7 @@ export class DiscoveryServer {
       return false;
     }
     this.deps.metrics.sendTime.observe(Number(process.hrtime.bigint() - started) / 1e9);
-    this.deps.metrics.configSize.observe({ type }, frame.length);
+    this.deps.metrics.configSize.observe({ type }, frame.length - GRPC_PREFIX_BYTES);
     this.deps.metrics.xdsPushes.inc({ type });
     return true;
   }
@@ -573,7 +590,7 @@ export class DiscoveryServer {
     if (throttled) await this.flowControl(conn, watch);
     const nonce = this.nextNonce(model);
     const type = shortType[watch.typeUrl as XdsTypeUrl];
-    const frame = encodeDeltaDiscoveryResponse(
+    const frame = frameDeltaDiscoveryResponse(
       model.push.version,
       watch.typeUrl,
       nonce,
@@ -616,47 +633,6 @@ function versionTag(version: string): string {
   return tag;
 }
 
-/**
- * Requested names repeat across proxies (every sidecar asks for the same EDS clusters); keeping one
- * string per name instead of one per request keeps per-connection memory small.
- */
-const interned = new Map<string, string>();
-const INTERN_LIMIT = 500_000;
-
-function intern(name: string): string {
-  const known = interned.get(name);
-  if (known !== undefined) return known;
-  if (interned.size >= INTERN_LIMIT) interned.clear();
-  interned.set(name, name);
-  return name;
-}
-
-function internNames(names: ReadonlyArray<string>): Set<string> {
-  const out = new Set<string>();
-  for (const n of names) if (n !== '*') out.add(intern(n));
-  return out;
-}
-
-/**
- * State-of-the-world subscriptions are never mutated, so proxies asking for the same names share one
- * Set; generators use its identity to build a response once for all of them.
- */
-const canonical = new Map<string, Set<string>[]>();
-const CANONICAL_LIMIT = 20_000;
-
-function canonicalNames(names: Set<string>): Set<string> {
-  let h = 0;
-  for (const n of names) for (let i = 0; i < n.length; i++) h = (Math.imul(h, 31) + n.charCodeAt(i)) | 0;
-  const key = `${names.size}:${h}`;
-  const candidates = canonical.get(key);
-  const found = candidates?.find((c) => sameNames(c, names));
-  if (found) return found;
-  if (canonical.size >= CANONICAL_LIMIT) canonical.clear();
-  if (candidates) candidates.push(names);
-  else canonical.set(key, [names]);
-  return names;
-}
-
 const hostsByNames = new WeakMap<ReadonlySet<string>, ReadonlySet<string>>();
 
 /** The hosts of a (shared, never mutated) set of cluster names, computed once per set. */
@@ -672,39 +648,4 @@ function hostsOf(names: ReadonlySet<string>): ReadonlySet<string> {
     hostsByNames.set(names, hosts);
   }
   return hosts;
-}
-
-const namesBytesBySet = new WeakMap<ReadonlySet<string>, Buffer>();
-const NO_NAMES = Buffer.alloc(0);
-
-/**
- * The encoded names of a request, as kept by its watch: one buffer per shared name set (proxies of a
- * scope send the same names in the same order), a copy of its own for a connection that orders them
- * differently.
- */
-function sharedNamesBytes(names: ReadonlySet<string> | undefined, bytes: Buffer): Buffer {
-  if (bytes.length === 0) return NO_NAMES;
-  if (names === undefined) return Buffer.from(bytes);
-  const known = namesBytesBySet.get(names);
-  if (known?.equals(bytes)) return known;
-  const copy = Buffer.from(bytes);
-  if (!known) namesBytesBySet.set(names, copy);
-  return copy;
-}
-
-function sameList(set: ReadonlySet<string>, names: ReadonlyArray<string>): boolean {
-  let n = 0;
-  for (const name of names) {
-    if (name === '*') continue;
-    if (!set.has(name)) return false;
-    n++;
-  }
-  return n === set.size;
-}
-
-function sameNames(a: ReadonlySet<string> | undefined, b: ReadonlySet<string> | undefined): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  if (a.size !== b.size) return false;
-  for (const n of a) if (!b.has(n)) return false;
-  return true;
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Proxy } from '../model/proxy.js';
 import type { EncodedResource } from './cache.js';
+import type { GrpcFrame } from './wire.js';
 
 /** What one connection watches of one type, and where its ACKs stand. */
 export interface WatchState {
@@ -50,7 +51,9 @@ export function newWatch(typeUrl: string, names: ReadonlySet<string> | undefined
 
 /** Writes frames to the client; resolves when the transport took them (respecting back-pressure). */
 export interface ResponseWriter {
-  write(frame: Buffer): Promise<void>;
+  /** Frames are written as they are, not copied per connection (frame-writer.ts). */
+  readonly direct: boolean;
+  write(frame: GrpcFrame): Promise<void>;
   close(code: number, message: string): void;
 }
 

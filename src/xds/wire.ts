@@ -25,11 +25,12 @@ function writeVarint(buf: Buffer, offset: number, n: number): number {
 /** A length-delimited field: tag, length, bytes. */
 type Part = { field: number; bytes: Uint8Array };
 
-function concatFields(parts: ReadonlyArray<Part>): Buffer {
-  let total = 0;
+/** Length-delimited fields in order, after `reserve` bytes left for the caller (a gRPC message prefix). */
+function concatFields(parts: ReadonlyArray<Part>, reserve = 0): Buffer {
+  let total = reserve;
   for (const p of parts) total += 1 + varintSize(p.bytes.length) + p.bytes.length;
   const buf = Buffer.allocUnsafe(total);
-  let off = 0;
+  let off = reserve;
   for (const p of parts) {
     buf[off++] = (p.field << 3) | 2;
     off = writeVarint(buf, off, p.bytes.length);
@@ -62,6 +63,35 @@ export interface ControlPlaneId {
   readonly identifier: string;
 }
 
+/** Bytes before a message on a gRPC stream: a compressed flag (0) and the message length (uint32 BE). */
+export const GRPC_PREFIX_BYTES = 5;
+
+/**
+ * A message as it goes on a gRPC stream: the 5-byte prefix followed by the message bytes. Responses
+ * are framed once and the same bytes are written to every stream that gets them (ADR 0022).
+ */
+export type GrpcFrame = Buffer & { readonly __grpcFrame: true };
+
+function framed(parts: ReadonlyArray<Part>): GrpcFrame {
+  const buf = concatFields(parts, GRPC_PREFIX_BYTES);
+  buf[0] = 0;
+  buf.writeUInt32BE(buf.length - GRPC_PREFIX_BYTES, 1);
+  return buf as GrpcFrame;
+}
+
+/** The message bytes of a frame (a view, no copy). */
+export function frameMessage(frame: GrpcFrame): Buffer {
+  return frame.subarray(GRPC_PREFIX_BYTES);
+}
+
+function discoveryResponseParts(versionInfo: string, typeUrl: string, nonce: string, anyResources: ReadonlyArray<Uint8Array>, controlPlane?: Uint8Array): Part[] {
+  const parts: Part[] = [{ field: 1, bytes: utf8(versionInfo) }];
+  for (const r of anyResources) parts.push({ field: 2, bytes: r });
+  parts.push({ field: 4, bytes: utf8(typeUrl) }, { field: 5, bytes: utf8(nonce) });
+  if (controlPlane) parts.push({ field: 6, bytes: controlPlane });
+  return parts;
+}
+
 /** DiscoveryResponse { version_info = 1; resources = 2 (Any); type_url = 4; nonce = 5; control_plane = 6 } */
 export function encodeDiscoveryResponse(
   versionInfo: string,
@@ -70,11 +100,18 @@ export function encodeDiscoveryResponse(
   anyResources: ReadonlyArray<Uint8Array>,
   controlPlane?: Uint8Array,
 ): Buffer {
-  const parts: Part[] = [{ field: 1, bytes: utf8(versionInfo) }];
-  for (const r of anyResources) parts.push({ field: 2, bytes: r });
-  parts.push({ field: 4, bytes: utf8(typeUrl) }, { field: 5, bytes: utf8(nonce) });
-  if (controlPlane) parts.push({ field: 6, bytes: controlPlane });
-  return concatFields(parts);
+  return concatFields(discoveryResponseParts(versionInfo, typeUrl, nonce, anyResources, controlPlane));
+}
+
+/** A DiscoveryResponse framed for a gRPC stream. */
+export function frameDiscoveryResponse(
+  versionInfo: string,
+  typeUrl: string,
+  nonce: string,
+  anyResources: ReadonlyArray<Uint8Array>,
+  controlPlane?: Uint8Array,
+): GrpcFrame {
+  return framed(discoveryResponseParts(versionInfo, typeUrl, nonce, anyResources, controlPlane));
 }
 
 /** envoy.config.core.v3.ControlPlane { identifier = 1 } */
@@ -103,10 +140,33 @@ export function encodeDeltaDiscoveryResponse(
   removed: ReadonlyArray<string>,
   controlPlane?: Uint8Array,
 ): Buffer {
+  return concatFields(deltaResponseParts(systemVersion, typeUrl, nonce, resources, removed, controlPlane));
+}
+
+/** A DeltaDiscoveryResponse framed for a gRPC stream. */
+export function frameDeltaDiscoveryResponse(
+  systemVersion: string,
+  typeUrl: string,
+  nonce: string,
+  resources: ReadonlyArray<Uint8Array>,
+  removed: ReadonlyArray<string>,
+  controlPlane?: Uint8Array,
+): GrpcFrame {
+  return framed(deltaResponseParts(systemVersion, typeUrl, nonce, resources, removed, controlPlane));
+}
+
+function deltaResponseParts(
+  systemVersion: string,
+  typeUrl: string,
+  nonce: string,
+  resources: ReadonlyArray<Uint8Array>,
+  removed: ReadonlyArray<string>,
+  controlPlane?: Uint8Array,
+): Part[] {
   const parts: Part[] = [{ field: 1, bytes: utf8(systemVersion) }];
   for (const r of resources) parts.push({ field: 2, bytes: r });
   parts.push({ field: 4, bytes: utf8(typeUrl) }, { field: 5, bytes: utf8(nonce) });
   for (const name of removed) parts.push({ field: 6, bytes: utf8(name) });
   if (controlPlane) parts.push({ field: 7, bytes: controlPlane });
-  return concatFields(parts);
+  return parts;
 }
