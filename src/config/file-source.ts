@@ -27,7 +27,7 @@ import { createHash } from 'node:crypto';
 import { watch, type FSWatcher, type Stats } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
-import { parseConfigDocuments } from './parse.js';
+import { parseConfigDocuments, type DocumentCache } from './parse.js';
 import type { MemoryConfigStore } from './store.js';
 import type { ConfigObject, ConfigRejection } from './types.js';
 
@@ -66,6 +66,8 @@ interface FileState {
   hash: string;
   /** Objects the file contributes, by id: the valid ones of the current version plus kept ones. */
   objects: Map<string, ConfigObject>;
+  /** The file's valid documents by index and text: an edit re-parses only the documents it changed. */
+  docs: DocumentCache;
 }
 
 /** A document the store refused because another file holds the object; reported at the end of the scan. */
@@ -254,13 +256,14 @@ export class FileConfigSource {
     }
     const origin = this.originOf(path);
     const previous = prev?.objects ?? new Map<string, ConfigObject>();
+    const docs: DocumentCache = prev?.docs ?? new Map();
     const { objects, rejections } =
       st.size > this.opts.maxFileBytes
         ? { objects: [], rejections: [{ origin, issues: [{ path: '', message: `file is larger than ${this.opts.maxFileBytes} bytes` }] }] }
-        : parseConfigDocuments(content.toString('utf8'), origin, this.opts.defaultNamespace);
+        : parseConfigDocuments(content.toString('utf8'), origin, this.opts.defaultNamespace, docs);
     const kept = this.keepLastGood(previous, objects, rejections);
     const contributed = [...objects, ...kept.objects];
-    this.files.set(path, { ...fingerprint, hash, objects: new Map(contributed.map((o) => [idOfObject(o), o])) });
+    this.files.set(path, { ...fingerprint, hash, objects: new Map(contributed.map((o) => [idOfObject(o), o])), docs });
     const result = this.opts.store.applySource(origin, contributed);
     for (const rejection of kept.rejections) this.reject(rejection);
     for (const rejection of result.rejections) pending.push({ rejection, origin });

@@ -26,24 +26,32 @@ function withoutTimestamps(tags: Tags): Tags {
   return tags.filter((t) => typeof t === 'string' || (t.tag !== 'tag:yaml.org,2002:timestamp' && t.format !== 'TIME'));
 }
 
-export function parseConfigDocuments(text: string, origin: string, defaultNamespace: string): ParseResult {
+/**
+ * What one document of a text parsed to, reusable when the same document comes again at the same
+ * index (a file of many objects where one was edited). Only valid objects are kept: a rejection's
+ * message carries line numbers, which depend on the documents before it.
+ */
+export type DocumentCache = Map<string, ConfigObject>;
+
+const YAML_OPTIONS = { version: '1.1', customTags: withoutTimestamps, uniqueKeys: true, prettyErrors: true } as const;
+
+/**
+ * Parses every document of `text`. With `cache` (what the previous parse of the same origin left in
+ * it), documents whose text is unchanged at the same index are not parsed again, and `cache` is
+ * refilled with this text's documents.
+ */
+export function parseConfigDocuments(text: string, origin: string, defaultNamespace: string, cache?: DocumentCache): ParseResult {
+  const results = (cache && parseByDocument(text, origin, defaultNamespace, cache)) ?? parseWhole(text, origin, defaultNamespace);
   const objects: ConfigObject[] = [];
   const rejections: ConfigRejection[] = [];
   const seen = new Map<string, number>();
-  const docs = parseAllDocuments(text, {
-    version: '1.1',
-    customTags: withoutTimestamps,
-    uniqueKeys: true,
-    prettyErrors: true,
-  });
-  docs.forEach((doc, index) => {
-    const docOrigin = `${origin}#${index}`;
-    const result = parseDocument(doc, docOrigin, defaultNamespace);
+  results.forEach((result, index) => {
     if (result === undefined) return;
     if ('issues' in result) {
       rejections.push(result);
       return;
     }
+    const docOrigin = `${origin}#${index}`;
     const key = `${result.meta.gvk.kind}/${result.meta.namespace}/${result.meta.name}`;
     const first = seen.get(key);
     if (first !== undefined) {
@@ -60,6 +68,72 @@ export function parseConfigDocuments(text: string, origin: string, defaultNamesp
     objects.push(result);
   });
   return { objects, rejections };
+}
+
+type DocumentResult = ConfigObject | ConfigRejection | undefined;
+
+function parseWhole(text: string, origin: string, defaultNamespace: string): DocumentResult[] {
+  return parseAllDocuments(text, YAML_OPTIONS).map((doc, index) => parseDocument(doc, `${origin}#${index}`, defaultNamespace));
+}
+
+/**
+ * Parses document by document, reusing `cache`. Undefined when the text cannot be split with
+ * certainty (directives, document end markers, a piece that is not exactly one document): the
+ * caller then parses it whole.
+ */
+function parseByDocument(text: string, origin: string, defaultNamespace: string, cache: DocumentCache): DocumentResult[] | undefined {
+  const pieces = splitDocuments(text);
+  if (!pieces) return undefined;
+  const results: DocumentResult[] = [];
+  const next: DocumentCache = new Map();
+  for (const [index, piece] of pieces.entries()) {
+    const key = `${index}\n${piece.text}`;
+    const known = cache.get(key);
+    if (known) {
+      results.push(known);
+      next.set(key, known);
+      continue;
+    }
+    let docs = parseAllDocuments(piece.text, YAML_OPTIONS);
+    if (docs.length !== 1) return undefined;
+    // A broken document is parsed again behind blank lines, so its errors name the lines of the whole text.
+    if (docs[0].errors.length > 0 && piece.line > 0) docs = parseAllDocuments('\n'.repeat(piece.line) + piece.text, YAML_OPTIONS);
+    const result = parseDocument(docs[0], `${origin}#${index}`, defaultNamespace);
+    if (result && !('issues' in result)) next.set(key, result);
+    results.push(result);
+  }
+  cache.clear();
+  for (const [k, v] of next) cache.set(k, v);
+  return results;
+}
+
+/**
+ * The documents of a YAML stream as texts, each with its first line (0-based). A line starting with
+ * `---` followed by a space or the end of the line starts a document; YAML forbids such a line inside
+ * a document's content, so the split is exact. Comments and blank lines before the first marker
+ * belong to the first document. Undefined for texts with directives (`%`) or end markers (`...`).
+ */
+export function splitDocuments(text: string): Array<{ text: string; line: number }> | undefined {
+  const lines = text.split('\n');
+  const starts: number[] = [];
+  let contentBeforeMarker = false;
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i];
+    if (l.startsWith('%') || /^\.\.\.(\s|$)/.test(l)) return undefined;
+    if (/^---(\s|$)/.test(l)) {
+      if (starts.length > 0) starts.push(i);
+      else if (contentBeforeMarker) starts.push(0, i);
+      else starts.push(0); // leading comments belong to the first document
+      continue;
+    }
+    if (starts.length === 0 && l.trim() !== '' && !l.trimStart().startsWith('#')) contentBeforeMarker = true;
+  }
+  if (starts.length === 0) starts.push(0);
+  // each piece keeps its line ends, so errors at the end of a document point where they would in the whole text
+  return starts.map((start, k) => {
+    const end = starts[k + 1];
+    return { text: end === undefined ? lines.slice(start).join('\n') : `${lines.slice(start, end).join('\n')}\n`, line: start };
+  });
 }
 
 /**

@@ -66,10 +66,18 @@ export function stableStringify(value: unknown): string {
 }
 
 /** Hash of what counts as a change: spec, labels and annotations. */
+const hashes = new WeakMap<ConfigObject, string>();
+
+/** Hash of what an object says (spec, labels, annotations); objects are immutable, so once per object. */
 export function contentHash(o: ConfigObject): string {
-  return createHash('sha256')
-    .update(stableStringify({ spec: o.spec, labels: o.meta.labels, annotations: o.meta.annotations }))
-    .digest('base64url');
+  let hash = hashes.get(o);
+  if (hash === undefined) {
+    hash = createHash('sha256')
+      .update(stableStringify({ spec: o.spec, labels: o.meta.labels, annotations: o.meta.annotations }))
+      .digest('base64url');
+    hashes.set(o, hash);
+  }
+  return hash;
 }
 
 export class MemoryConfigStore implements ConfigStore {

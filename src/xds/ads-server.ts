@@ -208,7 +208,7 @@ export class DiscoveryServer {
       let sotw: SotwRequest | StreamError | undefined;
       if (!delta) {
         try {
-          sotw = readSotwRequest(raw);
+          sotw = readSotwRequest(raw, conn && expectedSpans(conn));
         } catch (e) {
           sotw = new StreamError(grpc.status.INVALID_ARGUMENT, e instanceof Error ? e.message : String(e));
         }
@@ -631,6 +631,13 @@ function versionTag(version: string): string {
     versionTags.set(version, tag);
   }
   return tag;
+}
+
+/** The names spans of a stream's subscriptions: its ACKs repeat them. */
+function expectedSpans(conn: Connection): Buffer[] {
+  const out: Buffer[] = [];
+  for (const w of conn.watches.values()) if (w.namesBytes !== undefined) out.push(w.namesBytes);
+  return out;
 }
 
 const hostsByNames = new WeakMap<ReadonlySet<string>, ReadonlySet<string>>();

@@ -34,9 +34,13 @@ export interface SotwRequest {
 
 export class MalformedRequestError extends Error {}
 
-/** Reads a state-of-the-world request; throws MalformedRequestError for bytes that are not one. */
-export function readSotwRequest(raw: Buffer): SotwRequest {
-  const scan = scanDiscoveryRequest(raw);
+/**
+ * Reads a state-of-the-world request; throws MalformedRequestError for bytes that are not one.
+ * `expected`: name spans the request is likely to repeat (the stream's current subscriptions), each
+ * recognised with one comparison instead of a walk over its fields.
+ */
+export function readSotwRequest(raw: Buffer, expected?: ReadonlyArray<Buffer>): SotwRequest {
+  const scan = scanDiscoveryRequest(raw, expected);
   if (!scan) {
     const req = decode(raw);
     return {

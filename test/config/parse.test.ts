@@ -144,3 +144,49 @@ spec:
     expect(dr.subsets?.map((s) => s.labels)).toEqual([{ version: 'v1' }, { version: 'v2' }]);
   });
 });
+
+describe('parseConfigDocuments with a document cache (an edited file re-parses only what changed)', () => {
+  const texts: Record<string, string> = {
+    'no marker': VS('only'),
+    'markers between': [VS('a'), VS('b'), VS('c')].join('---\n'),
+    'leading marker and comments': `# routes\n\n---\n${VS('a')}---\n${VS('b')}`,
+    'content before the first marker': `${VS('a')}---\n${VS('b')}`,
+    'comment-only document in the middle': `${VS('a')}---\n# nothing here\n---\n${VS('b')}`,
+    'trailing marker': `${VS('a')}---\n${VS('b')}---\n`,
+    'marker with content on its line': `--- {apiVersion: networking.mesh.io/v1, kind: VirtualService, metadata: {name: flow}, spec: {hosts: [echo]}}\n---\n${VS('b')}`,
+    'broken YAML in the middle': `${VS('a')}---\nkind: [unclosed\n  metadata: x\n---\n${VS('b')}`,
+    'duplicate names': `${VS('a')}---\n${VS('a')}`,
+    'block scalar with dashes inside': `${VS('a', '  annotations:\n    note: |\n      --- not a marker (indented)\n')}---\n${VS('b')}`,
+    'directive (parsed whole)': `%YAML 1.1\n---\n${VS('a')}`,
+    'document end marker (parsed whole)': `${VS('a')}...\n---\n${VS('b')}`,
+    empty: '',
+  };
+
+  it.each(Object.entries(texts))('gives the same objects and rejections as a whole parse: %s', (_, text) => {
+    const whole = parseConfigDocuments(text, 'f.yaml', 'default');
+    const cache = new Map();
+    const first = parseConfigDocuments(text, 'f.yaml', 'default', cache);
+    const again = parseConfigDocuments(text, 'f.yaml', 'default', cache);
+    expect(first).toEqual(whole);
+    expect(again).toEqual(whole);
+  });
+
+  it('reuses the unchanged documents and parses the edited one', () => {
+    const cache = new Map();
+    const before = parseConfigDocuments([VS('a'), VS('b'), VS('c')].join('---\n'), 'f.yaml', 'default', cache);
+    const after = parseConfigDocuments([VS('a'), VS('b', '  labels: {edited: "yes"}\n'), VS('c')].join('---\n'), 'f.yaml', 'default', cache);
+    expect(after.objects[0]).toBe(before.objects[0]);
+    expect(after.objects[2]).toBe(before.objects[2]);
+    expect(after.objects[1]).not.toBe(before.objects[1]);
+    expect(after.objects[1].meta.labels).toEqual({ edited: 'yes' });
+    expect(after.objects.map((o) => o.meta.origin)).toEqual(['f.yaml#0', 'f.yaml#1', 'f.yaml#2']);
+  });
+
+  it('reports a YAML error with the line number of the whole file', () => {
+    const text = `${VS('a')}---\n${VS('b')}---\nkind: [unclosed\n`;
+    const whole = parseConfigDocuments(text, 'f.yaml', 'default');
+    const cached = parseConfigDocuments(text, 'f.yaml', 'default', new Map());
+    expect(whole.rejections[0].issues[0].message).toMatch(/line 2[0-9]/);
+    expect(cached.rejections).toEqual(whole.rejections);
+  });
+});
