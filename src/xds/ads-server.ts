@@ -42,6 +42,8 @@ export interface AdsOptions {
    * every response through grpc-js's copying `call.write` (tests of the fallback).
    */
   readonly directWrites?: boolean;
+  /** A cached response frame unused this long is dropped (default 10 s); see `sotwFrame`. */
+  readonly frameIdleMs?: number;
 }
 
 export interface AdsDeps {
@@ -77,6 +79,12 @@ export interface AdsObserver {
 const SERVICE = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
 const FRAME_CACHE_ENTRIES = 64;
 /**
+ * Frames are for fan-out: once a push has reached every proxy of a scope, a frame only duplicates the
+ * bytes of its resources (a sidecar's CDS answer is 8 MB at 5,000 services). Idle ones are dropped;
+ * a later connection of the scope builds its frame again.
+ */
+const DEFAULT_FRAME_IDLE_MS = 10_000;
+/**
  * Response bytes being written at once over all connections, where each write is copied by grpc-js
  * (the fallback of frame-writer.ts): with DISC_PUSH_THROTTLE answers of a few MB each (a sidecar's
  * initial CDS), the copies would otherwise peak at hundreds of MB. Direct writes share one frame.
@@ -109,13 +117,25 @@ export class DiscoveryServer {
   private readonly bytesInFlight = new ByteBudget(MAX_BYTES_IN_FLIGHT);
   private nonceCounter = 0;
   /** Recently built frames by list; bounded, since a list that is not shared gains nothing from it. */
-  private readonly frames = new Map<ReadonlyArray<EncodedResource>, { typeUrl: string; version: string; frame: GrpcFrame; nonce: string }>();
+  private readonly frames = new Map<ReadonlyArray<EncodedResource>, { typeUrl: string; version: string; frame: GrpcFrame; nonce: string; usedAt: number }>();
+  private readonly frameSweep: NodeJS.Timeout;
   private closing = false;
 
   constructor(private readonly deps: AdsDeps) {
     this.queue = new PushQueue(Math.max(1, deps.options.pushThrottle), (conn, req, enqueuedAt) => this.pushConnection(conn, req, enqueuedAt));
     this.controlPlane = encodeControlPlane(deps.options.controlPlaneId);
     this.requestLimiter = new Limiter(Math.max(1, deps.options.pushThrottle));
+    const idleMs = deps.options.frameIdleMs ?? DEFAULT_FRAME_IDLE_MS;
+    this.frameSweep = setInterval(() => {
+      const before = Date.now() - idleMs;
+      for (const [list, f] of this.frames) if (f.usedAt < before) this.frames.delete(list);
+    }, Math.max(10, idleMs / 2));
+    this.frameSweep.unref();
+  }
+
+  /** Response frames kept for sharing (tests). */
+  get cachedFrames(): number {
+    return this.frames.size;
   }
 
   /** The gRPC service definition with pass-through (de)serializers: frames are assembled by hand. */
@@ -162,6 +182,8 @@ export class DiscoveryServer {
 
   close(): void {
     this.closing = true;
+    clearInterval(this.frameSweep);
+    this.frames.clear();
     this.queue.close();
     for (const c of this.connections.values()) c.writer.close(grpc.status.UNAVAILABLE, 'server shutting down');
   }
@@ -467,11 +489,14 @@ export class DiscoveryServer {
    */
   private sotwFrame(typeUrl: string, version: string, resources: ReadonlyArray<EncodedResource>): { frame: GrpcFrame; nonce: string } {
     const cached = this.frames.get(resources);
-    if (cached && cached.version === version && cached.typeUrl === typeUrl) return cached;
+    if (cached && cached.version === version && cached.typeUrl === typeUrl) {
+      cached.usedAt = Date.now();
+      return cached;
+    }
     // Partial (EDS/RDS) payloads of different pushes can be equal: the version keeps their nonces apart.
     const nonce = `${this.deps.options.distributionTracking ? `${version}/` : ''}${listVersion(resources).slice(0, 12)}.${versionTag(version)}`;
     const frame = frameDiscoveryResponse(version, typeUrl, nonce, resources.map((r) => r.any), this.controlPlane);
-    const entry = { typeUrl, version, frame, nonce };
+    const entry = { typeUrl, version, frame, nonce, usedAt: Date.now() };
     this.frames.delete(resources);
     this.frames.set(resources, entry);
     if (this.frames.size > FRAME_CACHE_ENTRIES) this.frames.delete(this.frames.keys().next().value!);

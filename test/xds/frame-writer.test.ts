@@ -9,7 +9,7 @@ import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
 import type { DiscoveryResponse } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
 import { TypeUrl } from '../../src/xds/types.js';
 import { frameDiscoveryResponse, frameMessage, encodeDiscoveryResponse, GRPC_PREFIX_BYTES } from '../../src/xds/wire.js';
-import { serviceEntry, sidecarNode, startAds, withTimeout, type Harness, type SotwStream } from './ads-harness.js';
+import { eventually, serviceEntry, sidecarNode, startAds, withTimeout, type Harness, type SotwStream } from './ads-harness.js';
 
 /** Enough services that one sidecar's CDS response is several times the 64 KiB HTTP/2 window. */
 const MANY = Array.from({ length: 400 }, (_, i) => serviceEntry(`svc-${i}`, [`10.1.${i >> 8}.${i & 255}`])).join('');
@@ -92,5 +92,20 @@ describe('writing frames to ADS streams', () => {
     await h.change(serviceEntry('added', ['10.9.9.9']));
     const next = await s.next(5000);
     expect(clusterNames(next)).toContain('outbound|8080||added.default.svc.cluster.local');
+  });
+});
+
+describe('the frame cache', () => {
+  it('shares one frame during a fan-out, drops it once idle, and builds it again for a later client', async () => {
+    const h = await startAds(MANY, { options: { frameIdleMs: 200 } });
+    harnesses.push(h);
+    const [a, b] = [h.sotw(sidecarNode()), h.sotw(sidecarNode())];
+    const [ra, rb] = await Promise.all([cds(a), cds(b)]);
+    expect(rb.nonce).toBe(ra.nonce);
+    expect(h.ads.cachedFrames).toBeGreaterThan(0);
+    await eventually(() => h.ads.cachedFrames === 0, 3000, 'idle frames dropped');
+    const later = await cds(h.sotw(sidecarNode()));
+    expect(clusterNames(later).sort()).toEqual(clusterNames(ra).sort());
+    expect(h.ads.cachedFrames).toBe(1);
   });
 });
