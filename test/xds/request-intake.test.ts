@@ -8,7 +8,16 @@ import { TypeUrl } from '../../src/xds/types.js';
 
 const clusters = Array.from({ length: 3000 }, (_, i) => `outbound|8080|v${i % 3}|svc-${i}.ns-${i % 10}.svc.cluster.local`);
 
-const encode = (p: Partial<DiscoveryRequest>): Buffer => Buffer.from(DiscoveryRequest.encode(DiscoveryRequest.fromPartial({ typeUrl: TypeUrl.Endpoint, ...p })).finish());
+interface RequestFields {
+  typeUrl?: string;
+  resourceNames?: string[];
+  responseNonce?: string;
+  versionInfo?: string;
+  node?: { id: string };
+  errorDetail?: { code: number; message: string };
+}
+
+const encode = (p: RequestFields): Buffer => Buffer.from(DiscoveryRequest.encode(DiscoveryRequest.fromPartial({ typeUrl: TypeUrl.Endpoint, ...p })).finish());
 
 beforeEach(() => clearRequestIntake());
 
