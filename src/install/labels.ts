@@ -20,6 +20,6 @@ export const CLI_OWNER_NAME = 'installed-state';
 /** Other names from CONVENTIONS.md that rendering uses. */
 export const INJECTION_NAMESPACE_LABEL = 'mesh-injection';
 export const INJECT_POD_LABEL = 'sidecar.mesh.io/inject';
-export const NETWORK_LABEL = 'topology.mesh.io/network';
+export { LABEL_NETWORK as NETWORK_LABEL } from '../model/labels.js';
 /** Pod label selected by Gateway resources (`selector: {mesh: ingressgateway}`). */
 export const GATEWAY_SELECTOR_LABEL = 'mesh';

@@ -7,13 +7,14 @@ import type { V1Endpoints, V1EndpointSlice, V1Namespace, V1Node, V1Pod, V1Servic
 import type { ConfigObject } from '../../config/types.js';
 import type { WorkloadEntry } from '../../model/config-kinds.js';
 import { labelsMatch, NO_LOCALITY, parseLocality, parseProtocol, type Endpoint, type Locality, type Protocol, type Resolution, type Service, type ServicePort } from '../../model/service.js';
+import { LABEL_NETWORK } from '../../model/labels.js';
 
 /** Label the EndpointSlice controller puts on every slice: the name of its Service. */
 export const LABEL_SERVICE_NAME = 'kubernetes.io/service-name';
 /** Service annotation: comma-separated exportTo (`*`, `.`, `~` or namespace names). */
 export const ANNOTATION_EXPORT_TO = 'networking.mesh.io/exportTo';
 /** Pod or Namespace label naming the network of a workload (the pod's label wins). */
-export const LABEL_NETWORK = 'topology.mesh.io/network';
+export { LABEL_NETWORK };
 /** Pod label: `mesh` when the workload's sidecar accepts mutual TLS. */
 export const LABEL_TLS_MODE = 'security.mesh.io/tlsMode';
 export const LABEL_REGION = 'topology.kubernetes.io/region';
