@@ -23,6 +23,7 @@ import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, 
 import { frameWriter } from './frame-writer.js';
 import { encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, GRPC_PREFIX_BYTES, type GrpcFrame } from './wire.js';
 import { parseClusterName } from './envoy/names.js';
+import { yieldPoint } from '../util/cooperative.js';
 
 export interface ModelView {
   readonly push: PushContext;
@@ -442,7 +443,8 @@ export class DiscoveryServer {
       if (!watch || conn.closed) continue;
       if (req && !req.full && typeUrl === TypeUrl.Endpoint && !this.edsAffected(watch, req)) continue;
       // Generation for a scope can take a while: let ACKs and health checks in between.
-      await yieldIfBusy();
+      const turn = yieldPoint();
+      if (turn) await turn;
       const started = process.hrtime.bigint();
       let resources: ReadonlyArray<EncodedResource>;
       try {
@@ -632,17 +634,6 @@ export class DiscoveryServer {
     watch.awaitingAck = true;
     return this.write(conn, frame, type);
   }
-}
-
-/** Longest stretch of push work between two turns of the event loop. */
-const YIELD_AFTER_MS = 20;
-let lastYield = performance.now();
-
-/** Gives the event loop a turn when push work has held it for YIELD_AFTER_MS (shared by all pushes). */
-async function yieldIfBusy(): Promise<void> {
-  if (performance.now() - lastYield < YIELD_AFTER_MS) return;
-  await new Promise<void>((resolve) => setImmediate(resolve));
-  lastYield = performance.now();
 }
 
 const versionTags = new Map<string, string>();
