@@ -92,18 +92,10 @@ function discoveryResponseParts(versionInfo: string, typeUrl: string, nonce: str
   return parts;
 }
 
-/** DiscoveryResponse { version_info = 1; resources = 2 (Any); type_url = 4; nonce = 5; control_plane = 6 } */
-export function encodeDiscoveryResponse(
-  versionInfo: string,
-  typeUrl: string,
-  nonce: string,
-  anyResources: ReadonlyArray<Uint8Array>,
-  controlPlane?: Uint8Array,
-): Buffer {
-  return concatFields(discoveryResponseParts(versionInfo, typeUrl, nonce, anyResources, controlPlane));
-}
-
-/** A DiscoveryResponse framed for a gRPC stream. */
+/**
+ * A DiscoveryResponse { version_info = 1; resources = 2 (Any); type_url = 4; nonce = 5;
+ * control_plane = 6 } framed for a gRPC stream (`frameMessage` gives the message alone).
+ */
 export function frameDiscoveryResponse(
   versionInfo: string,
   typeUrl: string,
@@ -129,21 +121,9 @@ export function encodeDeltaResource(name: string, version: string, anyBytes: Uin
 }
 
 /**
- * DeltaDiscoveryResponse { system_version_info = 1; resources = 2; type_url = 4; nonce = 5;
- * removed_resources = 6; control_plane = 7 }
+ * A DeltaDiscoveryResponse { system_version_info = 1; resources = 2; type_url = 4; nonce = 5;
+ * removed_resources = 6; control_plane = 7 } framed for a gRPC stream.
  */
-export function encodeDeltaDiscoveryResponse(
-  systemVersion: string,
-  typeUrl: string,
-  nonce: string,
-  resources: ReadonlyArray<Uint8Array>,
-  removed: ReadonlyArray<string>,
-  controlPlane?: Uint8Array,
-): Buffer {
-  return concatFields(deltaResponseParts(systemVersion, typeUrl, nonce, resources, removed, controlPlane));
-}
-
-/** A DeltaDiscoveryResponse framed for a gRPC stream. */
 export function frameDeltaDiscoveryResponse(
   systemVersion: string,
   typeUrl: string,

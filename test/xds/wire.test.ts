@@ -7,7 +7,10 @@ import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
 import { DeltaDiscoveryResponse, DiscoveryResponse, Resource } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
 import { Any } from '../../src/gen/google/protobuf/any.js';
 import { TypeUrl } from '../../src/xds/types.js';
-import { encodeAny, encodeControlPlane, encodeDeltaDiscoveryResponse, encodeDeltaResource, encodeDiscoveryResponse } from '../../src/xds/wire.js';
+import { encodeAny, encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, frameMessage } from '../../src/xds/wire.js';
+
+const encodeDiscoveryResponse = (...a: Parameters<typeof frameDiscoveryResponse>): Buffer => frameMessage(frameDiscoveryResponse(...a));
+const encodeDeltaDiscoveryResponse = (...a: Parameters<typeof frameDeltaDiscoveryResponse>): Buffer => frameMessage(frameDeltaDiscoveryResponse(...a));
 
 /** Deterministic, non-trivial bytes of a given length (every byte value occurs). */
 function bytes(n: number, seed = 7): Buffer {
