@@ -84,13 +84,6 @@ export function frameMessage(frame: GrpcFrame): Buffer {
   return frame.subarray(GRPC_PREFIX_BYTES);
 }
 
-function discoveryResponseParts(versionInfo: string, typeUrl: string, nonce: string, anyResources: ReadonlyArray<Uint8Array>, controlPlane?: Uint8Array): Part[] {
-  const parts: Part[] = [{ field: 1, bytes: utf8(versionInfo) }];
-  for (const r of anyResources) parts.push({ field: 2, bytes: r });
-  parts.push({ field: 4, bytes: utf8(typeUrl) }, { field: 5, bytes: utf8(nonce) });
-  if (controlPlane) parts.push({ field: 6, bytes: controlPlane });
-  return parts;
-}
 
 /**
  * A DiscoveryResponse { version_info = 1; resources = 2 (Any); type_url = 4; nonce = 5;
@@ -103,7 +96,11 @@ export function frameDiscoveryResponse(
   anyResources: ReadonlyArray<Uint8Array>,
   controlPlane?: Uint8Array,
 ): GrpcFrame {
-  return framed(discoveryResponseParts(versionInfo, typeUrl, nonce, anyResources, controlPlane));
+  const parts: Part[] = [{ field: 1, bytes: utf8(versionInfo) }];
+  for (const r of anyResources) parts.push({ field: 2, bytes: r });
+  parts.push({ field: 4, bytes: utf8(typeUrl) }, { field: 5, bytes: utf8(nonce) });
+  if (controlPlane) parts.push({ field: 6, bytes: controlPlane });
+  return framed(parts);
 }
 
 /** envoy.config.core.v3.ControlPlane { identifier = 1 } */
@@ -132,21 +129,10 @@ export function frameDeltaDiscoveryResponse(
   removed: ReadonlyArray<string>,
   controlPlane?: Uint8Array,
 ): GrpcFrame {
-  return framed(deltaResponseParts(systemVersion, typeUrl, nonce, resources, removed, controlPlane));
-}
-
-function deltaResponseParts(
-  systemVersion: string,
-  typeUrl: string,
-  nonce: string,
-  resources: ReadonlyArray<Uint8Array>,
-  removed: ReadonlyArray<string>,
-  controlPlane?: Uint8Array,
-): Part[] {
   const parts: Part[] = [{ field: 1, bytes: utf8(systemVersion) }];
   for (const r of resources) parts.push({ field: 2, bytes: r });
   parts.push({ field: 4, bytes: utf8(typeUrl) }, { field: 5, bytes: utf8(nonce) });
   for (const name of removed) parts.push({ field: 6, bytes: utf8(name) });
   if (controlPlane) parts.push({ field: 7, bytes: controlPlane });
-  return parts;
+  return framed(parts);
 }
