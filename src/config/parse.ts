@@ -120,7 +120,8 @@ export function splitDocuments(text: string): Array<{ text: string; line: number
   for (let i = 0; i < lines.length; i++) {
     const l = lines[i];
     if (l.startsWith('%') || /^\.\.\.(\s|$)/.test(l)) return undefined;
-    if (/^---(\s|$)/.test(l)) {
+    // the YAML lexer ends a marker at a space, tab or line end only (not at other Unicode spaces)
+    if (/^---([ \t\r]|$)/.test(l)) {
       if (starts.length > 0) starts.push(i);
       else if (contentBeforeMarker) starts.push(0, i);
       else starts.push(0); // leading comments belong to the first document

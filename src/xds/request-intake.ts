@@ -51,7 +51,7 @@ export function readSotwRequest(raw: Buffer, expected?: ReadonlyArray<Buffer>): 
       ...namesOf(req.resourceNames),
     };
   }
-  const list = spans.get(scan.names);
+  const list = knownList(scan.names, expected) ?? spans.get(scan.names);
   let node: Node | undefined;
   let error: SotwRequest['error'];
   if (scan.needsDecode) {
@@ -63,6 +63,19 @@ export function readSotwRequest(raw: Buffer, expected?: ReadonlyArray<Buffer>): 
     error = errorOf(req);
   }
   return { typeUrl: scan.typeUrl, nonce: scan.nonce, node, error, ...list };
+}
+
+/** Name lists by their shared buffer: a stream's ACK finds its list even after the span table was cleared. */
+const listsByBytes = new WeakMap<Buffer, NameList>();
+
+function knownList(span: Buffer, expected: ReadonlyArray<Buffer> | undefined): NameList | undefined {
+  for (const e of expected ?? []) {
+    if (e.length === span.length && e.equals(span)) {
+      const list = listsByBytes.get(e);
+      if (list) return list;
+    }
+  }
+  return undefined;
 }
 
 function decode(bytes: Buffer): DiscoveryRequest {
@@ -109,8 +122,10 @@ class SpanTable {
     // the span is a run of resource_names fields: decoded alone, it is a request with only names
     const list = namesOf(decode(span).resourceNames);
     const entry: NameList = { ...list, namesBytes: Buffer.from(span) }; // a copy: the request's buffer is let go
+    listsByBytes.set(entry.namesBytes!, entry);
     if (this.entries >= this.maxEntries || this.bytes + span.length > this.maxBytes) this.clear();
-    if (candidates) candidates.push(entry);
+    const bucket = this.byKey.get(key); // after a clear, not `candidates`
+    if (bucket) bucket.push(entry);
     else this.byKey.set(key, [entry]);
     this.entries++;
     this.bytes += span.length;
@@ -176,7 +191,8 @@ function canonicalNames(names: Set<string>): Set<string> {
   const found = candidates?.find((c) => sameNames(c, names));
   if (found) return found;
   if (canonical.size >= CANONICAL_LIMIT) canonical.clear();
-  if (candidates) candidates.push(names);
+  const bucket = canonical.get(key); // after a clear, not `candidates`
+  if (bucket) bucket.push(names);
   else canonical.set(key, [names]);
   return names;
 }

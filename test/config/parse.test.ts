@@ -157,6 +157,8 @@ describe('parseConfigDocuments with a document cache (an edited file re-parses o
     'broken YAML in the middle': `${VS('a')}---\nkind: [unclosed\n  metadata: x\n---\n${VS('b')}`,
     'duplicate names': `${VS('a')}---\n${VS('a')}`,
     'block scalar with dashes inside': `${VS('a', '  annotations:\n    note: |\n      --- not a marker (indented)\n')}---\n${VS('b')}`,
+    'dashes followed by another Unicode space are not a marker': `${VS('a')}---\u00a0\n${VS('b')}`,
+    'a line of dashes and a no-break space inside a block scalar document': `${VS('a')}---\n--- |\nx\n---\u00a0y\n---\n${VS('b')}`,
     'directive (parsed whole)': `%YAML 1.1\n---\n${VS('a')}`,
     'document end marker (parsed whole)': `${VS('a')}...\n---\n${VS('b')}`,
     empty: '',

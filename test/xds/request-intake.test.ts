@@ -46,6 +46,14 @@ describe('readSotwRequest', () => {
     expect(b.nonce).toBe('x');
   });
 
+  it("keeps a stream's list and buffer for its ACKs after the shared table was cleared", () => {
+    const first = readSotwRequest(encode({ resourceNames: clusters }));
+    clearRequestIntake();
+    const ack = readSotwRequest(encode({ resourceNames: clusters, responseNonce: 'n' }), [first.namesBytes!]);
+    expect(ack.namesBytes).toBe(first.namesBytes);
+    expect(ack.names).toBe(first.names);
+  });
+
   it('tells different lists apart, also of the same length', () => {
     const other = clusters.map((c) => c.replace('svc-1.', 'svc-X.'));
     const a = readSotwRequest(encode({ resourceNames: clusters }));
