@@ -113,7 +113,7 @@ function parseByDocument(text: string, origin: string, defaultNamespace: string,
  * a document's content, so the split is exact. Comments and blank lines before the first marker
  * belong to the first document. Undefined for texts with directives (`%`) or end markers (`...`).
  */
-export function splitDocuments(text: string): Array<{ text: string; line: number }> | undefined {
+function splitDocuments(text: string): Array<{ text: string; line: number }> | undefined {
   const lines = text.split('\n');
   const starts: number[] = [];
   let contentBeforeMarker = false;

@@ -10,8 +10,8 @@ export interface WatchState {
   names: ReadonlySet<string> | undefined;
   /**
    * State of the world: the encoded resource_names of the request that set `names`, shared between
-   * connections asking for the same names, so that a repeat (every ACK) is recognised by one byte
-   * comparison instead of a decode. Undefined when unknown.
+   * connections asking for the same names (request-intake.ts), so that a repeat (every ACK) is
+   * recognised by this buffer's identity instead of a decode. Undefined when unknown.
    */
   namesBytes?: Buffer;
   /** Delta only: names the client said it had when it connected. */

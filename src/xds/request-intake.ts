@@ -51,7 +51,7 @@ export function readSotwRequest(raw: Buffer, expected?: ReadonlyArray<Buffer>): 
       ...namesOf(req.resourceNames),
     };
   }
-  const list = knownList(scan.names, expected) ?? spans.get(scan.names);
+  const list = (scan.known && listsByBytes.get(scan.known)) ?? spans.get(scan.names);
   let node: Node | undefined;
   let error: SotwRequest['error'];
   if (scan.needsDecode) {
@@ -67,16 +67,6 @@ export function readSotwRequest(raw: Buffer, expected?: ReadonlyArray<Buffer>): 
 
 /** Name lists by their shared buffer: a stream's ACK finds its list even after the span table was cleared. */
 const listsByBytes = new WeakMap<Buffer, NameList>();
-
-function knownList(span: Buffer, expected: ReadonlyArray<Buffer> | undefined): NameList | undefined {
-  for (const e of expected ?? []) {
-    if (e.length === span.length && e.equals(span)) {
-      const list = listsByBytes.get(e);
-      if (list) return list;
-    }
-  }
-  return undefined;
-}
 
 function decode(bytes: Buffer): DiscoveryRequest {
   try {

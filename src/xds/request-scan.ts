@@ -12,6 +12,8 @@ export interface ScannedRequest {
   readonly needsDecode: boolean;
   /** The bytes of every resource_names (3) field, tags included (they are contiguous). */
   readonly names: Buffer;
+  /** The one of `expected` that `names` equals, when it does. */
+  readonly known?: Buffer;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -42,6 +44,7 @@ export function scanDiscoveryRequest(buf: Buffer, expected: ReadonlyArray<Buffer
   let namesStart = -1;
   let namesEnd = -1;
   let split = false;
+  let known: Buffer | undefined;
   while (pos < buf.length) {
     const tagStart = pos;
     const tag = readVarint(buf, pos);
@@ -68,7 +71,7 @@ export function scanDiscoveryRequest(buf: Buffer, expected: ReadonlyArray<Buffer
     }
     if (end > buf.length) return undefined;
     if (field === 3 && wire === 2 && namesStart < 0) {
-      const known = expected.find((e) => e.length > 0 && tagStart + e.length <= buf.length && buf.compare(e, 0, e.length, tagStart, tagStart + e.length) === 0);
+      known = expected.find((e) => e.length > 0 && tagStart + e.length <= buf.length && buf.compare(e, 0, e.length, tagStart, tagStart + e.length) === 0);
       if (known) {
         // the fields after the known run are read as usual: another name there splits the run
         namesStart = tagStart;
@@ -91,5 +94,7 @@ export function scanDiscoveryRequest(buf: Buffer, expected: ReadonlyArray<Buffer
     pos = end;
   }
   if (split) return undefined;
-  return { typeUrl, nonce, needsDecode, names: namesStart < 0 ? EMPTY : buf.subarray(namesStart, namesEnd) };
+  const names = namesStart < 0 ? EMPTY : buf.subarray(namesStart, namesEnd);
+  // a name after the known run extends it: then the names are not that span
+  return { typeUrl, nonce, needsDecode, names, known: known?.length === names.length ? known : undefined };
 }

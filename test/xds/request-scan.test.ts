@@ -56,11 +56,14 @@ describe('scanDiscoveryRequest', () => {
     const same = scanDiscoveryRequest(raw(names), [Buffer.from('unrelated'), known])!;
     expect(same.names.equals(known)).toBe(true);
     expect(same.nonce).toBe('n-1');
+    expect(same.known).toBe(known);
     const more = scanDiscoveryRequest(raw([...names, 'outbound|8080||c.default.svc.cluster.local']), [known])!;
     expect(DiscoveryRequest.decode(more.names).resourceNames).toHaveLength(3);
     expect(more.names.equals(known)).toBe(false);
+    expect(more.known).toBeUndefined();
     const fewer = scanDiscoveryRequest(raw(names.slice(0, 1)), [known])!;
     expect(DiscoveryRequest.decode(fewer.names).resourceNames).toEqual(names.slice(0, 1));
+    expect(fewer.known).toBeUndefined();
   });
 
   it('asks for a full decode when the request carries a node or an error', () => {
