@@ -74,7 +74,7 @@ export async function waitForPhase(client: KubeClient, namespace: string, name: 
       timeoutMs,
     );
   } catch (err) {
-    throw new Error(`${(err as Error).message}; last status: ${JSON.stringify(last?.status)}`);
+    throw new Error(`${(err as Error).message}; last status: ${JSON.stringify(last?.status)}`, { cause: err });
   }
 }
 
