@@ -1,10 +1,11 @@
 /**
  * The package as a user installs it (docs/adr/0025-installable-cli.md): `npm pack` of the built
  * project, unpacked into an empty directory. meshctl's bin is a bundle (dist/bin/meshctl.js, made
- * by `npm run build`) that runs there with no node_modules at all and finds the package's built-in
- * profiles and CRDs; the tarball holds what the bins need and none of the sources, tests or
- * source maps; and meshctl's start-up loads only the bundle's start-up files, none of the heavy
- * packages its commands import lazily.
+ * by `npm run build`) that runs there with no node_modules at all, directly or through its #!
+ * line (on the Node that runs the tests), and finds the package's built-in profiles and CRDs; the
+ * tarball holds what the bins need and none of the sources, tests or source maps; and meshctl's
+ * start-up loads only the bundle's start-up files, none of the heavy packages its commands import
+ * lazily.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
@@ -66,6 +67,12 @@ describe('the packed package', () => {
     const help = run(process.execPath, [meshctl, '--help'], work);
     expect(help.status).toBe(0);
     for (const command of ['install', 'manifest', 'analyze', 'version']) expect(help.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
+  });
+
+  it('starts meshctl through its #! line on the Node that runs the tests (the pinned one under npm)', () => {
+    const r = run(join(unpacked, pkg.bin.meshctl), ['version', '--remote=false', '-o', 'json'], work);
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ clientVersion: { nodeVersion: process.version } });
   });
 
   it('renders the built-in profile with the CRDs shipped in the package', () => {
