@@ -46,11 +46,13 @@ const result = await build({
   logLevel: 'warning',
   banner: {
     js: [
-      // A CommonJS package inside the bundle (e.g. commander's dependencies) may `require` a Node
-      // built-in module; an ES module has no `require` of its own.
+      // CommonJS packages inside the bundle (undici, ws and others under the Kubernetes client)
+      // `require` Node's built-in modules; an ES module has no `require` of its own.
       `import { createRequire as __meshCreateRequire } from 'node:module';`,
       `const require = __meshCreateRequire(import.meta.url);`,
-      // An older Node fails later with an obscure error inside a bundled package: say it first.
+      // An older Node would fail later with an obscure error inside a bundled package: say so
+      // first. (The entry's static imports, the start-up chunks, are evaluated before this runs;
+      // they hold only commander and the project's own start-up code.)
       `{ const [__major, __minor] = process.versions.node.split('.').map(Number);`,
       `  if (__major < ${MIN_NODE[0]} || (__major === ${MIN_NODE[0]} && __minor < ${MIN_NODE[1]})) {`,
       `    process.stderr.write('error: this program needs Node.js ${MIN_NODE.join('.')} or newer (running ' + process.version + ')\\n');`,
@@ -64,5 +66,5 @@ writeFileSync(join(outdir, 'meta.json'), JSON.stringify(result.metafile));
 const files = readdirSync(outdir).filter((f) => f.endsWith('.js'));
 const entryBytes = result.metafile.outputs[relative(root, join(outdir, 'meshctl.js'))]?.bytes ?? 0;
 console.log(
-  `bundle: dist/bin/meshctl.js ${(entryBytes / 1024).toFixed(0)} KiB + ${files.length - 1} lazy chunks in ${(performance.now() - started).toFixed(0)} ms`,
+  `bundle: dist/bin/meshctl.js ${(entryBytes / 1024).toFixed(0)} KiB + ${files.length - 1} chunks in ${(performance.now() - started).toFixed(0)} ms`,
 );
