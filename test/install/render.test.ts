@@ -11,7 +11,7 @@ import { parseDiscoveryArgs } from '../../src/config/discovery-flags.js';
 import { parseMeshConfig } from '../../src/bootstrap/mesh-config.js';
 import { COMPONENT_LABEL, OWNING_RESOURCE_LABEL, OWNING_RESOURCE_NAMESPACE_LABEL, REVISION_LABEL } from '../../src/install/labels.js';
 import { KIND_ORDER } from '../../src/install/render/order.js';
-import { generateManifests } from '../../src/install/run-manifest.js';
+import { generateManifests } from '../../src/install/generate.js';
 import { BUILTIN_MANIFESTS_DIR } from '../../src/install/sources.js';
 import type { ComponentManifest, K8sObject } from '../../src/install/render/index.js';
 import { toYamlDocuments } from '../../src/install/yaml-io.js';
