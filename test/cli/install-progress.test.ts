@@ -1,5 +1,5 @@
 /**
- * What a person sees while meshctl installs (src/install/apply/progress.ts): plain lines when
+ * What a person sees while meshctl installs (src/cli/meshctl/install/progress.ts): plain lines when
  * output is not a terminal, a redrawn per-component display with ✔/✘ on a terminal.
  */
 import { createProgress } from '../../src/cli/meshctl/install/progress.js';

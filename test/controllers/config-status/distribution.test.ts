@@ -1,5 +1,5 @@
 /**
- * Distribution tracking (src/status/distribution.ts): which proxies hold the current generation of
+ * Distribution tracking (src/controllers/config-status/distribution.ts): which proxies hold the current generation of
  * each config object, learned from the snapshot versions proxies acknowledge, and combined across
  * daemons from their reports.
  */

@@ -1,5 +1,5 @@
 /**
- * The status controller (src/status/status-controller.ts) against the local API server: the mesh
+ * The status controller (src/controllers/config-status/status-controller.ts) against the local API server: the mesh
  * CRDs, objects created and edited as an operator would, the daemon's CRD config source feeding
  * the store, and the status read back from the API server.
  */
