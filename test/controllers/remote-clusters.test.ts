@@ -7,7 +7,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { startDaemon, type RunningDaemon } from '../../src/bootstrap/daemon.js';
-import { createClusterSide, createRemoteClusters, type ClusterSide, type RemoteClustersSetup } from '../../src/bootstrap/cluster.js';
+import { createClusterSide, createRemoteClusters, remoteClusterFactory, type ClusterSide, type RemoteClustersSetup } from '../../src/bootstrap/cluster.js';
 import { daemonConfigFrom } from '../../src/bootstrap/from-options.js';
 import { parseDiscoveryArgs } from '../../src/config/discovery-flags.js';
 import { MemoryConfigStore } from '../../src/config/store.js';
@@ -16,7 +16,7 @@ import type { KubeObject } from '../../src/kube/types.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import type { Endpoint, Service } from '../../src/model/service.js';
 import { AggregateRegistry } from '../../src/registry/aggregate.js';
-import type { RemoteClusterController } from '../../src/controllers/remote-clusters/controller.js';
+import { RemoteClusterController } from '../../src/controllers/remote-clusters/controller.js';
 import { freePort, metricValue } from '../support/daemon.js';
 import { applyServiceExportCrd } from '../support/service-export-crd.js';
 import { kubeconfigFor, REMOTE_APISERVER_START_TIMEOUT_MS, REMOTE_APISERVER_STOP_TIMEOUT_MS, startRemoteApiServer, type RemoteApiServer } from '../support/remote-apiserver.js';
@@ -209,6 +209,12 @@ describe('remote clusters in the registry', () => {
 
     const log = captured.text();
     expect(log).toMatch(new RegExp(`secret ${secrets}/mixed key broken: unusable kubeconfig: \\S`));
+    // A terminal failure of the Secret: counted once, not retried while the Secret stays as it is.
+    const errors = (): Promise<number> => metrics.registry.metrics().then((t) => metricValue(t, 'controller_sync_errors_total', { controller: 'remote-clusters' }));
+    const counted = await errors();
+    expect(counted).toBeGreaterThanOrEqual(1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await errors()).toBe(counted);
     expect(log).toContain(`secret ${secrets}/mixed key ${LOCAL}: ignored, it is this daemon's own cluster`);
     expect(controller.clusters().map((c) => c.clusterId)).toEqual([REMOTE]);
     await until('the remote endpoints', () => described(aggregate.endpoints(echo()!)).length === 3, 20_000);
@@ -221,6 +227,52 @@ describe('remote clusters in the registry', () => {
     await controller.stop();
     controller = undefined;
     expect(described(aggregate.endpoints(echo()!))).toEqual([`${LOCAL} 198.18.70.1:8080`]);
+  }, 90_000);
+
+  it('retries a Secret whose change failed, with backoff, until its cluster has left', async () => {
+    const secrets = await secretNamespace();
+    await putSecret(secrets, 'flaky', { [REMOTE]: remote!.kubeconfigText });
+    const setup = setupFor(secrets);
+    const real = remoteClusterFactory(setup, metrics, captured.log);
+    let failedStops = 0;
+    // The real remote cluster, whose first stop fails (as closing a client over a broken connection may).
+    const factory: typeof real = (id, kubeconfig, source) => {
+      const cluster = real(id, kubeconfig, source);
+      return {
+        ...cluster,
+        stop: async () => {
+          if (failedStops === 0) {
+            failedStops++;
+            throw new Error('injected: stopping the remote cluster failed');
+          }
+          await cluster.stop();
+        },
+      };
+    };
+    const errors = (): Promise<number> => metrics.registry.metrics().then((t) => metricValue(t, 'controller_sync_errors_total', { controller: 'remote-clusters' }));
+    const before = await errors();
+    controller = new RemoteClusterController({
+      client: env.client,
+      namespace: secrets,
+      localClusterId: LOCAL,
+      aggregate,
+      factory,
+      syncTimeoutMs: 60_000,
+      log: captured.log,
+      syncErrors: metrics.controllerSyncErrors,
+      retryBaseDelayMs: 50,
+    });
+    await controller.start();
+    expect(controller.clusters().map((c) => c.synced)).toEqual([true]);
+
+    await deleteSecret(secrets, 'flaky');
+    await until('the failure to be retried and the cluster to leave', () => controller!.clusters().length === 0, 20_000);
+    expect(failedStops).toBe(1);
+    expect(await errors()).toBe(before + 1);
+    expect(captured.text()).toContain(`remote-clusters: secret ${secrets}/flaky: injected: stopping the remote cluster failed (retry 1 in`);
+    expect(aggregate.services().some((s) => s.hostname === host('only-remote'))).toBe(false);
+    await controller.stop();
+    controller = undefined;
   }, 90_000);
 });
 

@@ -188,9 +188,9 @@ export class RemoteClusterController {
     const wantedIds = new Set(wanted.map((w) => w.clusterId));
     for (const id of [...owned]) {
       if (wantedIds.has(id)) continue;
-      owned.delete(id);
       const entry = this.entries.get(id);
-      if (entry) await this.remove(entry, `key ${id} removed from secret ${secretKey}`);
+      if (entry) await this.remove(entry, `key ${id} removed from secret ${secretKey}`); // a failure is retried: still owned
+      owned.delete(id);
     }
 
     // Keys added or changed.
@@ -211,7 +211,6 @@ export class RemoteClusterController {
         continue;
       }
       if (current && current.digest === w.digest) continue;
-      owned.add(w.clusterId);
       let cluster: RemoteCluster;
       try {
         cluster = this.opts.factory(w.clusterId, w.kubeconfig, where);
@@ -223,17 +222,23 @@ export class RemoteClusterController {
       }
       let retired: RemoteCluster | undefined;
       if (current) {
-        current.removed = true;
-        if (current.joined) {
-          retired = current.cluster;
-        } else {
-          // Never synced: stop it; what it was to replace keeps serving until the new one synced.
-          retired = current.retired;
-          current.retired = undefined;
-          await current.cluster.stop();
+        try {
+          if (current.joined) {
+            retired = current.cluster;
+          } else {
+            // Never synced: stop it; what it was to replace keeps serving until the new one synced.
+            await current.cluster.stop();
+            retired = current.retired;
+            current.retired = undefined;
+          }
+        } catch (err) {
+          await cluster.stop().catch(() => undefined); // not started; the retry builds it again
+          throw err;
         }
+        current.removed = true;
         log.info({ cluster: w.clusterId, secret: secretKey }, `remote cluster ${w.clusterId}: kubeconfig changed in ${where}; restarting`);
       }
+      owned.add(w.clusterId);
       this.entries.set(w.clusterId, this.launch(w.clusterId, secretKey, w.digest, cluster, retired));
     }
     if (owned.size === 0) this.bySecret.delete(secretKey);
@@ -276,9 +281,8 @@ export class RemoteClusterController {
   }
 
   private async remove(entry: Entry, why: string): Promise<void> {
-    entry.removed = true;
+    await this.dispose(entry); // first: when it fails, the entry stays and the retry removes it
     if (this.entries.get(entry.clusterId) === entry) this.entries.delete(entry.clusterId);
-    await this.dispose(entry);
     this.opts.log.info({ cluster: entry.clusterId, secret: entry.secret }, `remote cluster ${entry.clusterId} removed: ${why}`);
     this.report();
     // Secrets that named the same cluster ID and were ignored for it may take it now.
@@ -287,14 +291,13 @@ export class RemoteClusterController {
     }
   }
 
-  /** Takes the cluster out of the aggregate and stops it and the one it replaces. */
+  /** Takes the cluster out of the aggregate and stops it and the one it replaces (again on a retry). */
   private async dispose(entry: Entry): Promise<void> {
     entry.removed = true;
     if (entry.joined || entry.retired) this.opts.aggregate.removeRegistry(entry.cluster.registry.id);
     entry.joined = false;
-    const retired = entry.retired;
+    await Promise.all([entry.cluster.stop(), entry.retired?.stop()]);
     entry.retired = undefined;
-    await Promise.all([entry.cluster.stop(), retired?.stop()]);
   }
 
   private report(): void {
