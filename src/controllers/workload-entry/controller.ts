@@ -110,6 +110,8 @@ export class WorkloadEntryController implements ConnectionObserver, HealthObserv
   private readonly trigger = new Trigger<string>();
   private readonly controller: Controller<string>;
   private readonly now: () => Date;
+  /** After `stop()`: the daemon is going away; its hooks change nothing any more. */
+  private stopped = false;
 
   constructor(private readonly opts: WorkloadEntryControllerOptions) {
     if (!opts.identity) throw new Error('workload entry controller: identity (POD_NAME) is required');
@@ -150,6 +152,7 @@ export class WorkloadEntryController implements ConnectionObserver, HealthObserv
    */
   async start(signal?: AbortSignal): Promise<number> {
     if (!this.enabled) return 0;
+    this.stopped = false;
     this.controller.start();
     const at = this.now().toISOString();
     const mine = (await this.listEntries(signal)).filter(
@@ -162,8 +165,9 @@ export class WorkloadEntryController implements ConnectionObserver, HealthObserv
     return marked;
   }
 
-  /** Finishes the queued work and stops. */
+  /** Finishes the queued work and stops; later hook calls change nothing. */
   async stop(): Promise<void> {
+    this.stopped = true;
     await this.controller.stop({ drain: true });
     for (const [key, waiting] of this.waiters) {
       this.waiters.delete(key);
@@ -213,6 +217,7 @@ export class WorkloadEntryController implements ConnectionObserver, HealthObserv
 
   /** Queues `key` and resolves with the outcome of its next reconcile. */
   private reconciled(key: string): Promise<EntryOutcome> {
+    if (this.stopped) return Promise.resolve('unchanged');
     this.controller.start();
     return new Promise((resolve) => {
       const waiting = this.waiters.get(key) ?? [];
