@@ -15,6 +15,7 @@
  *     - {code: MESH0103, level: ERROR, message: ..., path: spec.http[0].route[0].destination.subset}
  */
 import type { AnalysisMessage } from '../../analysis/types.js';
+import { transitionTime } from '../runtime/conditions.js';
 
 export const RECONCILED = 'Reconciled';
 
@@ -111,16 +112,9 @@ export function withTransitionTime(current: unknown, desired: ConfigStatus, now:
   return {
     ...desired,
     conditions: desired.conditions.map((c) => {
-      const have = conditionOf(raw, c.type);
-      const kept = have && have.status === c.status && typeof have.lastTransitionTime === 'string' ? have.lastTransitionTime : undefined;
-      return { ...c, lastTransitionTime: kept ?? rfc3339(now) };
+      return { ...c, lastTransitionTime: transitionTime(conditionOf(raw, c.type), c.status, now) };
     }),
   };
-}
-
-/** RFC 3339 with second precision, as metav1.Time serializes. */
-export function rfc3339(d: Date): string {
-  return d.toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
 /** A comparable fingerprint of a desired status (times are never part of it). */

@@ -16,8 +16,7 @@ import type { KubeClient } from '../../kube/client.js';
 import { isNotFound } from '../../kube/errors.js';
 import { TokenBucket } from '../../kube/rate-limiter.js';
 import type { KubeObject } from '../../kube/types.js';
-import { rfc3339 } from '../config-status/conditions.js';
-import { Controller, fromEvents, type Duty, type SyncErrorCounter } from '../runtime/index.js';
+import { Controller, fromEvents, rfc3339, type Duty, type SyncErrorCounter } from '../runtime/index.js';
 
 export const GATEWAY_API_STATUS_MANAGER = 'meshd-gateway-api-status';
 

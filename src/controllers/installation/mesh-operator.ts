@@ -42,7 +42,7 @@ import { isNotFound } from '../../kube/errors.js';
 import { Informer, dropManagedFields } from '../../kube/informer.js';
 import { splitKey, type InformerEvent, type KubeObject } from '../../kube/types.js';
 import { getLogger } from '../../log/logger.js';
-import { again, Controller, fromCache, TerminalError, type Duty, type Outcome, type SyncErrorCounter } from '../runtime/index.js';
+import { again, Controller, fromCache, rfc3339, TerminalError, type Duty, type Outcome, type SyncErrorCounter } from '../runtime/index.js';
 import { planInstallation, reconcileInstallation, uninstall, type Installation, type InstallationResult } from './installation.js';
 import type { OperatorMetrics } from './metrics.js';
 import { buildStatus, type ComponentStatus, type OperatorStatus, type Phase, type StatusInput } from './status.js';
@@ -445,7 +445,7 @@ export class MeshOperatorController implements Duty {
   /** A core/v1 Event on the resource; best effort. */
   private async recordEvent(cr: MeshOperatorResource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const ns = cr.metadata?.namespace ?? '';
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const now = rfc3339(new Date());
     await this.opts.client
       .request({
         method: 'POST',

@@ -8,6 +8,7 @@
  * status again changes nothing on the server.
  */
 import type { ComponentName } from '../../install/render/types.js';
+import { transitionTime } from '../runtime/conditions.js';
 
 export type Phase = 'Reconciling' | 'Healthy' | 'Error';
 
@@ -49,8 +50,7 @@ export interface StatusInput {
 
 function condition(type: string, ok: boolean | 'unknown', reason: string, message: string, generation: number, previous: readonly Condition[] | undefined, now: Date): Condition {
   const status = ok === 'unknown' ? 'Unknown' : ok ? 'True' : 'False';
-  const before = previous?.find((c) => c.type === type);
-  const lastTransitionTime = before && before.status === status && before.lastTransitionTime ? before.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const lastTransitionTime = transitionTime(previous?.find((c) => c.type === type), status, now);
   return { type, status, reason, message, observedGeneration: generation, lastTransitionTime };
 }
 

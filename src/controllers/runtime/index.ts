@@ -15,4 +15,5 @@ export { Controller, type ControllerOptions, type ControllerStats, type Duty, ty
 export { every, fromCache, fromEvents, Trigger, type EventSource, type KeySink, type KeysOf } from './sources.js';
 export { Leadership, type LeadershipOptions, type LeaseOptions } from './leadership.js';
 export { BackoffRetryLimiter, type RetryLimiter, type RetryOptions } from './retry.js';
+export { rfc3339, transitionTime } from './conditions.js';
 export { WorkQueue, type WorkQueueOptions, type WorkQueueStats } from './workqueue.js';

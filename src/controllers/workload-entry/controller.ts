@@ -31,7 +31,7 @@ import { isAlreadyExists, isConflict, isNotFound } from '../../kube/errors.js';
 import type { KubeObject } from '../../kube/types.js';
 import type { Proxy } from '../../model/proxy.js';
 import type { WorkloadGroup } from '../../gen/config/schemas.js';
-import { Controller, TerminalError, Trigger, type SyncErrorCounter } from '../runtime/index.js';
+import { Controller, rfc3339, TerminalError, Trigger, type SyncErrorCounter } from '../runtime/index.js';
 import {
   AUTO_REGISTRATION_GROUP,
   CONNECTED_AT,
@@ -210,7 +210,7 @@ export class WorkloadEntryController implements ConnectionObserver, HealthObserv
     const detail = report.message || (report.healthy ? 'passed' : 'failed');
     const message = `${describeProbe(conn.probe)}: ${detail}`;
     if (conn.health && conn.health.status === status && conn.health.message === message) return Promise.resolve();
-    const since = conn.health?.status === status ? conn.health.since : this.now().toISOString().replace(/\.\d+Z$/, 'Z');
+    const since = conn.health?.status === status ? conn.health.since : rfc3339(this.now());
     conn.health = { status, message, since };
     return this.reconciled(target.key).then(() => undefined);
   }
