@@ -94,7 +94,12 @@ describe('pod slots of the planes on one machine', () => {
   });
 
   it('refuses a 17th plane and says how to make room', () => {
-    for (let i = 0; i < 16; i++) expect(claim(plane(`p${i}`)).stdout).toBe(String(i));
+    // 16 planes set up one after another, as up.sh does (claim, then cluster.env), in one shell.
+    const many = bash(
+      root,
+      `for i in $(seq 0 15); do d="${root}/p$i"; mkdir -p "$d"; touch "$d/.mesh-cluster"; s="$(MESH_CLUSTER_DIR="$d" cluster_dir="$d" claim_pod_slot)"; printf 'POD_SLOT=%s\n' "$s" >"$d/cluster.env"; printf '%s ' "$s"; done`,
+    );
+    expect(many.stdout).toBe([...Array(16).keys()].join(' '));
     const r = claim(plane('one-too-many'));
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('all 16 pod slots');
