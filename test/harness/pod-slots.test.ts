@@ -2,13 +2,15 @@
  * How planes on one machine keep their pod addresses and namespace names apart
  * (scripts/cluster/pod-network.sh), and which address block a new node-simulator process takes
  * (scripts/cluster/kwok-cidr.mjs). The functions run in bash against a claims directory of the
- * test's own; no control plane is needed and nothing on the machine's network changes.
+ * test's own; no control plane is needed. Only the clean-up test touches the machine's network, with
+ * namespaces of a prefix of its own (root only).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { listNamespaces, netnsSupport, removeLeftovers } from '../support/netns.js';
 
 const scripts = join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'scripts', 'cluster');
 
@@ -115,6 +117,36 @@ describe('pod slots of the planes on one machine', () => {
     expect(claim(plane('c')).stdout).toBe('2'); // 0 is still a's
     expect(bash(a, 'release_pod_slot 0').code).toBe(0);
     expect(claim(plane('d')).stdout).toBe('0');
+  });
+});
+
+const netns = netnsSupport();
+if (!netns.ok) process.stderr.write(`test/harness/pod-slots: the namespace clean-up test is skipped: ${netns.reason}\n`);
+
+describe('leftover namespaces of a plane', () => {
+  const prefix = `mesh-podtest${process.pid}-`;
+  /** Another plane's prefix that starts like ours. */
+  const sibling = `mesh-podtest${process.pid}0-`;
+  afterAll(async () => {
+    await removeLeftovers(prefix, 'all');
+    await removeLeftovers(sibling, 'all');
+  });
+
+  (netns.ok ? it : it.skip)('up removes those whose owner process is gone, down removes all, other prefixes stay', async () => {
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    const mk = (name: string): void => void spawnSync('ip', ['netns', 'add', name]);
+    mk(`${prefix}${dead}-198-19-192-1`);
+    mk(`${prefix}${process.pid}-198-19-192-2`);
+    mk(`${sibling}${dead}-198-19-196-1`);
+    const sweep = (which: string): Run => {
+      const r = spawnSync('bash', ['-c', `source "${scripts}/lib.sh"; pod_netns_cleanup "${prefix}" ${which}`], { encoding: 'utf8', env: { ...process.env, MESH_CLUSTER_DIR: join(root, 'p') } });
+      return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+    };
+    expect(sweep('dead').stderr).toBe(`cluster: removed network namespace ${prefix}${dead}-198-19-192-1\n`);
+    expect(await listNamespaces(prefix)).toEqual([`${prefix}${process.pid}-198-19-192-2`]);
+    sweep('all');
+    expect(await listNamespaces(prefix)).toEqual([]);
+    expect(await listNamespaces(sibling)).toEqual([`${sibling}${dead}-198-19-196-1`]);
   });
 });
 
