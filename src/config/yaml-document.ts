@@ -5,7 +5,7 @@
  */
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
-import { ConfigError } from './config-error.js';
+import { ConfigError } from '../util/config-error.js';
 
 export function parseYamlDocument<S extends z.ZodType>(text: string, origin: string, schema: S): z.infer<S> {
   let doc: unknown;

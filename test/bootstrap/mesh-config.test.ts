@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { MeshConfigWatcher, parseMeshConfig } from '../../src/bootstrap/mesh-config.js';
-import { ConfigError } from '../../src/config/config-error.js';
+import { ConfigError } from '../../src/util/config-error.js';
 import type { MeshSettings } from '../../src/model/mesh-settings.js';
 
 const base = { domain: 'cluster.local', clusterId: 'Cluster' };

@@ -190,7 +190,7 @@ describe('meshd', () => {
     expect(options.meshConfig).toBe('/etc/mesh/config/mesh');
     expect(options.log.asJson).toBe(true);
     expect(daemonEnv.DISC_PUSH_THROTTLE).toBe(50);
-    // The allocator settings the push path was measured with (src/bootstrap/runtime-env.ts).
+    // The allocator settings the push path was measured with (src/install/render/runtime-env.ts).
     expect(env.MALLOC_MMAP_THRESHOLD_).toBe('1048576');
     expect(env.MALLOC_ARENA_MAX).toBe('2');
     expect(daemonEnv.INJECTION_WEBHOOK_CONFIG_NAME).toBe('mesh-sidecar-injector');

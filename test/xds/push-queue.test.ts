@@ -3,7 +3,7 @@
  * pushes run, and nothing a proxy should receive is lost or pushed twice at the same time.
  */
 import { PushQueue } from '../../src/xds/push-queue.js';
-import { pushRequest, type PushRequest } from '../../src/xds/push-request.js';
+import { pushRequest, type PushRequest } from '../../src/model/push-request.js';
 
 interface Call {
   conn: string;
