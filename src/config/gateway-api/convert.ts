@@ -10,7 +10,7 @@
  */
 import type { ConfigObject, ConfigMeta } from '../types.js';
 import type { Gateway, GatewayServer, HTTPMatchRequest, HTTPRoute, HTTPRouteDestination, VirtualService } from '../spec-types.js';
-import { isDuration } from '../duration.js';
+import { isDuration } from '../../util/config-duration.js';
 import {
   CONTROLLER_NAME,
   GATEWAY_API_GROUP,
