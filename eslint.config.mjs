@@ -21,6 +21,8 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     plugins: { 'import-x': importX },
     settings: { 'import-x/resolver-next': [importX.createNodeResolver({ extensionAlias: { '.js': ['.ts', '.js'] } })] },
+    // One logger: library code logs through src/log (pino); the CLI writes through its runner.
+    rules: { 'no-console': 'error' },
   },
   ...layerConfigs(),
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly', __dirname: 'readonly' } }, rules: { '@typescript-eslint/no-require-imports': 'off' } },

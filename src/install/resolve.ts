@@ -11,12 +11,12 @@
  *   7. the result is checked (schema, then cross-field rules). With `force`, unknown fields are
  *      dropped and cross-field problems become warnings; type errors always stop.
  */
+import { formatSchemaIssue } from '../config/validation/schema-issues.js';
 import { getBuildInfo } from '../version/build-info.js';
 import {
   DEFAULT_NAMESPACE,
   INSTALL_API_VERSION,
   MESH_OPERATOR_KIND,
-  formatIssue,
   parseSpec,
   semanticIssues,
   type InstallIssue,
@@ -136,7 +136,7 @@ export function checkSpecTree(tree: Tree, typedFrom: ReadonlyMap<string, string>
       return { spec: parsed.spec, warnings };
     }
     if (round < 5 && coerceTyped(tree, parsed.issues, typedFrom)) continue;
-    const issues: InstallIssue[] = parsed.issues.flatMap((i) => formatIssue(i, ['spec']));
+    const issues: InstallIssue[] = parsed.issues.flatMap((i) => formatSchemaIssue(i, 'spec'));
     if (force && round < 5 && issues.every((i) => i.message === 'unknown field') && dropUnknown(tree, parsed.issues)) {
       warnings.push(...issues.map((i) => `${i.path}: unknown field dropped (--force)`));
       continue;

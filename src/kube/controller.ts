@@ -7,6 +7,7 @@
  */
 import { objectKey, type InformerEvent, type KubeObject, type ObjectCache } from './types.js';
 import { WorkQueue, type WorkQueueOptions } from './workqueue.js';
+import { getLogger } from '../log/logger.js';
 
 export interface ControllerOptions {
   readonly name: string;
@@ -114,6 +115,9 @@ export class Controller {
       }
       return;
     }
-    console.warn(`controller ${this.opts.name}: reconcile ${key} failed (${willRetry ? `retry ${retries + 1}` : 'dropped'}): ${error.message}`);
+    getLogger('kube').warn(
+      { controller: this.opts.name, key, retries, willRetry, err: error.message },
+      `controller ${this.opts.name}: reconcile ${key} failed (${willRetry ? `retry ${retries + 1}` : 'dropped'}): ${error.message}`,
+    );
   }
 }

@@ -8,7 +8,8 @@
  * every issue with its full path from the document root) or `merge` (the profile cannot be read
  * or laid under the spec).
  */
-import { DEFAULT_NAMESPACE, formatIssue, parseSpec, type InstallIssue, type MeshOperatorSpec } from '../install/api.js';
+import { formatSchemaIssue } from '../config/validation/schema-issues.js';
+import { DEFAULT_NAMESPACE, parseSpec, type InstallIssue, type MeshOperatorSpec } from '../install/api.js';
 import { InstallError } from '../install/errors.js';
 import { checkSpecTree } from '../install/resolve.js';
 import { DEFAULT_PROFILE, manifestSource, readCrds, readProfile, type ManifestSource } from '../install/sources.js';
@@ -55,7 +56,7 @@ export function specOverlayIssues(spec: unknown): InstallIssue[] {
   const parsed = parseSpec(spec);
   if (parsed.ok) return [];
   return parsed.issues
-    .flatMap((i) => formatIssue(i, ['spec']))
+    .flatMap((i) => formatSchemaIssue(i, 'spec'))
     .filter((i) => !i.message.startsWith('required field is missing') && !i.message.endsWith('got null'));
 }
 

@@ -92,7 +92,7 @@ describe('MeshConfigMapSource', () => {
       await until('the rejections', () => rejections.length >= 2, 15_000);
       const meshRejection = rejections.find((r) => r.key === 'mesh');
       expect(meshRejection?.issues.map((i) => i.field)).toContain('outboundTrafficPolicy.mode');
-      expect(rejections.find((r) => r.key === 'meshNetworks')?.issues.map((i) => i.field)).toContain('networks.net1.gateways.0');
+      expect(rejections.find((r) => r.key === 'meshNetworks')?.issues.map((i) => i.field)).toContain('networks.net1.gateways[0]');
       const warning = lines.find((l) => l.includes('rejected') && l.includes(`ConfigMap ${ns}/mesh key mesh`));
       expect(warning).toContain('outboundTrafficPolicy.mode');
       expect(source.mesh.current().outboundTrafficPolicy).toBe('REGISTRY_ONLY');

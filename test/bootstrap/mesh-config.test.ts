@@ -33,6 +33,18 @@ describe('mesh config file', () => {
     expect(() => parseMeshConfig('unknownField: 1\n', 'mesh.yaml')).toThrow(/mesh\.yaml/);
   });
 
+  it('words schema problems as config documents do, value included', () => {
+    expect(() => parseMeshConfig('outboundTrafficPolicy: { mode: SOMETIMES }\n', 'mesh.yaml')).toThrow(
+      'mesh.yaml: outboundTrafficPolicy.mode: string "SOMETIMES" is not one of REGISTRY_ONLY, ALLOW_ANY',
+    );
+    expect(() => parseMeshConfig('connectTimeout: 5\n', 'mesh.yaml')).toThrow('mesh.yaml: connectTimeout: expected string, got number 5');
+    expect(() => parseMeshConfig('unknownField: 1\n', 'mesh.yaml')).toThrow('mesh.yaml: unknownField: unknown field');
+  });
+
+  it('reads YAML as config documents are read (1.1: a bare yes is true)', () => {
+    expect(parseMeshConfig('enableTracing: yes\n', 'mesh.yaml').enableTracing).toBe(true);
+  });
+
   it('applies an edit, and keeps the last good settings when an edit is invalid', async () => {
     const path = join(dir, 'mesh.yaml');
     await writeFile(path, 'outboundTrafficPolicy: { mode: ALLOW_ANY }\nconnectTimeout: 5s\n');

@@ -1,6 +1,6 @@
 /** Shared helpers of the config tests. */
 import { KINDS, type ConfigKindName, type ConfigKindSpecs } from '../../src/config/kinds.js';
-import { formatSchemaIssue } from '../../src/config/parse.js';
+import { formatSchemaIssue } from '../../src/config/validation/schema-issues.js';
 import type { ConfigIssue } from '../../src/config/validation/common.js';
 
 /** Schema issues (formatted like rejections) or, when the schema passes, the semantic issues. */
