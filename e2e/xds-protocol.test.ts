@@ -10,7 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { AdsStream, followListener, grpcNode, subscribeChain, subscribeListener, TYPE } from './support/ads-client.js';
 import { ECHO_TARGET, serviceEntry } from './support/mesh-config.js';
 import { withMesh, type MeshSetup } from './support/mesh.js';
-import { delay, pollUntil } from './support/wait.js';
+import { delay, eventually } from '../test/support/eventually.js';
 
 const TEST_TIMEOUT = 60_000;
 
@@ -36,12 +36,13 @@ function metricUntil(
   accept: (v: number) => boolean,
   timeoutMs = 10_000,
 ): Promise<number> {
-  return pollUntil(
+  return eventually(
+    `metric ${name}`,
     async () => {
       const v = await daemon.metric(name);
       return accept(v) ? v : undefined;
     },
-    { timeoutMs, what: `metric ${name}` },
+    { timeoutMs, retryErrors: true },
   );
 }
 

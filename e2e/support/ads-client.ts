@@ -10,7 +10,7 @@ import { RouteConfiguration } from '../../src/gen/envoy/config/route/v3/route.js
 import { HttpConnectionManager } from '../../src/gen/envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.js';
 import type { Node } from '../../src/gen/envoy/config/core/v3/base.js';
 import { DEFAULT_NODE_ID, DEFAULT_NODE_METADATA } from './xds-client.js';
-import { pollUntil } from './wait.js';
+import { eventually } from '../../test/support/eventually.js';
 
 export const ADS_METHOD = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
 
@@ -140,7 +140,7 @@ export class AdsStream {
 
   /** Resolves with the stream's final status; rejects on timeout. */
   ended(timeoutMs = 5000): Promise<StreamEnd> {
-    return pollUntil(() => this.endStatus, { timeoutMs, intervalMs: 20, what: 'the ADS stream to end', diagnostics: () => `responses: ${this.summary()}` });
+    return eventually('the ADS stream to end', () => this.endStatus, { timeoutMs, intervalMs: 20, diagnostics: () => `responses: ${this.summary()}`, retryErrors: true });
   }
 
   /** Responses of one type, in order. */

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { EchoReply } from './backend.js';
-import { pollUntil, tail } from './wait.js';
+import { eventually, tail } from '../../test/support/eventually.js';
 
 export const DEFAULT_NODE_ID = 'sidecar~127.0.0.1~client-1.default~default.svc.cluster.local';
 
@@ -217,15 +217,16 @@ export async function startXdsClient(opts: XdsClientOptions): Promise<XdsClient>
     call,
     state: async (target) => String((await send({ op: 'state', target }, 5000)).state),
     waitFor: async (predicate, timeoutMs = 10_000, what) => {
-      await pollUntil(async () => (await predicate()) || undefined, { timeoutMs, intervalMs: 100, what: what ?? 'client predicate', diagnostics });
+      await eventually(what ?? 'client predicate', async () => (await predicate()) || undefined, { timeoutMs, intervalMs: 100, diagnostics, retryErrors: true });
     },
     callUntil: (target, o, accept, timeoutMs = 10_000, what) =>
-      pollUntil(
+      eventually(
+        what ?? `calls to ${target} to match`,
         async () => {
           const r = await call(target, o);
           return accept(r) ? r : undefined;
         },
-        { timeoutMs, intervalMs: 100, what: what ?? `calls to ${target} to match`, diagnostics },
+        { timeoutMs, intervalMs: 100, diagnostics, retryErrors: true },
       ),
     lastResult: () => last,
     stderr: () => stderr,

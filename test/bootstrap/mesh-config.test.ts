@@ -5,6 +5,7 @@ import pino from 'pino';
 import { MeshConfigWatcher, parseMeshConfig } from '../../src/bootstrap/mesh-config.js';
 import { ConfigError } from '../../src/util/config-error.js';
 import type { MeshSettings } from '../../src/model/mesh-settings.js';
+import { eventually } from '../support/eventually.js';
 
 const base = { domain: 'cluster.local', clusterId: 'Cluster' };
 const log = pino({ level: 'silent' });
@@ -54,7 +55,7 @@ describe('mesh config file', () => {
     w.onChange((m) => seen.push(m));
     try {
       await writeFile(path, 'outboundTrafficPolicy: { mode: REGISTRY_ONLY }\nconnectTimeout: 5s\n');
-      await waitFor(() => seen.length === 1, 5000);
+      await eventually('the edit to be applied', () => seen.length === 1, { timeoutMs: 5000 });
       expect(seen[0].outboundTrafficPolicy).toBe('REGISTRY_ONLY');
       await writeFile(path, 'outboundTrafficPolicy: { mode: NOPE }\n');
       await new Promise((r) => setTimeout(r, 2500));
@@ -64,11 +65,3 @@ describe('mesh config file', () => {
     }
   }, 15_000);
 });
-
-async function waitFor(cond: () => boolean, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

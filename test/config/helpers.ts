@@ -20,12 +20,3 @@ export function expectIssue(issues: ReadonlyArray<ConfigIssue>, path: string, fr
   }
   return hit;
 }
-
-export async function waitFor(what: string, check: () => boolean, timeoutMs = 2000): Promise<number> {
-  const started = Date.now();
-  while (!check()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return Date.now() - started;
-}

@@ -11,8 +11,9 @@ import type { KubeObject } from '../../src/kube/types.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { parseProxy, type Proxy } from '../../src/model/proxy.js';
 import { deleteNamespace } from '../kube/helpers.js';
-import { API_VERSION, condition, eventually, meshTestEnv, type StatusObject } from '../status/kube-env.js';
+import { API_VERSION, condition, meshTestEnv, type StatusObject } from '../status/kube-env.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
+import { eventually } from '../support/eventually.js';
 
 const GRACE_MS = 1200;
 
@@ -138,7 +139,7 @@ describe('workload entry auto-registration', () => {
     const abort = new AbortController();
     const duty = wle.runCleanup(abort.signal);
     try {
-      await eventually('the entry deleted', async () => (await find('vms-10.9.0.3')) === undefined, 10_000);
+      await eventually('the entry deleted', async () => (await find('vms-10.9.0.3')) === undefined, { timeoutMs: 10_000, retryErrors: true });
       expect(Date.now() - disconnectedAt).toBeGreaterThanOrEqual(GRACE_MS);
       expect(await count(counters.deletes)).toBeGreaterThanOrEqual(deletes + 1);
     } finally {

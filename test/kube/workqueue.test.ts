@@ -8,7 +8,8 @@ import { Informer, resourceRef } from '../../src/kube/informer.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { WorkQueue } from '../../src/kube/workqueue.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
-import { configMap, createNamespace, deleteNamespace, kubeTestEnv, until, type KubeTestEnv } from './helpers.js';
+import { configMap, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
 
@@ -41,7 +42,7 @@ describe('work queue', () => {
     const workers = runWorkers(q, 2, async (k) => {
       seen.push(k);
     });
-    await until('both keys', () => seen.length === 2);
+    await eventually('both keys', () => seen.length === 2, { timeoutMs: 15_000 });
     await q.shutdown();
     await workers;
     expect(seen.sort()).toEqual(['a', 'b']);
@@ -64,7 +65,7 @@ describe('work queue', () => {
     await tick(10); // x is being processed by one worker
     q.add('x');
     q.add('x');
-    await until('two runs of x', () => runs.filter((r) => r === 'end x').length === 2, 2000);
+    await eventually('two runs of x', () => runs.filter((r) => r === 'end x').length === 2, { timeoutMs: 2000 });
     await tick(100);
     expect(runs).toEqual(['start x', 'end x', 'start x', 'end x']);
     expect(maxActive).toBe(1);
@@ -83,7 +84,7 @@ describe('work queue', () => {
       active--;
     });
     ['a', 'b', 'c'].forEach((k) => q.add(k));
-    await until('all done', () => q.stats().processing === 0 && q.length === 0 && maxActive > 0);
+    await eventually('all done', () => q.stats().processing === 0 && q.length === 0 && maxActive > 0, { timeoutMs: 15_000 });
     await tick(60);
     expect(maxActive).toBe(3);
     await q.shutdown();
@@ -100,7 +101,7 @@ describe('work queue', () => {
       else q.forget(k);
     });
     q.add('flaky');
-    await until('four tries', () => times.length === 4, 3000);
+    await eventually('four tries', () => times.length === 4, { timeoutMs: 3000 });
     const gaps = times.slice(1).map((t, i) => t - times[i]);
     // 40, 80, 160 ms
     expect(gaps[0]).toBeGreaterThanOrEqual(38);
@@ -196,18 +197,18 @@ describe('controller', () => {
     await env.client.create(configMap(ns, 'flaky', { v: '1' }, { role: 'source' }));
     await env.client.create(configMap(ns, 'hopeless', { v: '1' }, { role: 'source' }));
     const mirror = (name: string) => env.client.find<Cm>({ apiVersion: 'v1', kind: 'ConfigMap', name: `${name}-mirror`, namespace: ns });
-    await until('mirrors of steady and flaky', async () => (await mirror('steady')) && (await mirror('flaky')), 10_000);
+    await eventually('mirrors of steady and flaky', async () => (await mirror('steady')) && (await mirror('flaky')), { timeoutMs: 10_000 });
     expect(attempts.get(`${ns}/flaky`)).toBe(3);
-    await until('hopeless dropped', () => controller.stats().dropped === 1, 5000);
+    await eventually('hopeless dropped', () => controller.stats().dropped === 1, { timeoutMs: 5000 });
     expect(attempts.get(`${ns}/hopeless`)).toBe(3); // first try + 2 retries
     expect(failures).toEqual(
       expect.arrayContaining([`${ns}/flaky 0 true`, `${ns}/flaky 1 true`, `${ns}/hopeless 0 true`, `${ns}/hopeless 1 true`, `${ns}/hopeless 2 false`]),
     );
     // Level-based: a change is reconciled from the current state; a delete removes the mirror.
     await env.client.mergePatch({ apiVersion: 'v1', kind: 'ConfigMap', name: 'steady', namespace: ns }, { data: { v: '2' } });
-    await until('updated mirror', async () => (await mirror('steady'))?.data?.v === '2', 10_000);
+    await eventually('updated mirror', async () => (await mirror('steady'))?.data?.v === '2', { timeoutMs: 10_000 });
     await env.client.delete({ apiVersion: 'v1', kind: 'ConfigMap', name: 'steady', namespace: ns });
-    await until('mirror removed', async () => (await mirror('steady')) === undefined, 10_000);
+    await eventually('mirror removed', async () => (await mirror('steady')) === undefined, { timeoutMs: 10_000 });
     expect(concurrentSameKey).toBe(false);
     await controller.stop({ drain: true });
     await informer.stop();

@@ -13,7 +13,7 @@ import { createEngineAdapter } from '../../src/operator/engine-adapter.js';
 import { createOperatorMetrics, type OperatorMetrics } from '../../src/operator/metrics.js';
 import { OPERATOR_FINALIZER } from '../../src/operator/names.js';
 import { loadSpecSources, type SpecSources } from '../../src/operator/resolve-cr.js';
-import { until } from '../kube/helpers.js';
+import { eventually } from '../support/eventually.js';
 
 export const hex = (n = 3): string => randomBytes(n).toString('hex');
 
@@ -65,13 +65,13 @@ export function getCr(client: KubeClient, namespace: string, name: string): Prom
 export async function waitForPhase(client: KubeClient, namespace: string, name: string, phase: string, timeoutMs = 60_000): Promise<MeshOperatorResource> {
   let last: MeshOperatorResource | undefined;
   try {
-    return await until(
+    return await eventually(
       `MeshOperator ${namespace}/${name} to be ${phase}`,
       async () => {
         last = await getCr(client, namespace, name);
         return last?.status?.phase === phase && last.status.observedGeneration === last.metadata?.generation ? last : undefined;
       },
-      timeoutMs,
+      { timeoutMs },
     );
   } catch (err) {
     throw new Error(`${(err as Error).message}; last status: ${JSON.stringify(last?.status)}`);

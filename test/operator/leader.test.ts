@@ -9,8 +9,9 @@ import { OperatorReplica } from '../../src/operator/elected.js';
 import { createEngineAdapter } from '../../src/operator/engine-adapter.js';
 import { createOperatorMetrics } from '../../src/operator/metrics.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
-import { createNamespace, deleteNamespace, kubeTestEnv, until } from '../kube/helpers.js';
+import { createNamespace, deleteNamespace, kubeTestEnv } from '../kube/helpers.js';
 import { applyCr, ensureCrd, getCr, hex, meshOperator, removeCr, specSources, waitForPhase } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 
 let client: KubeClient;
 let ns: string;
@@ -60,7 +61,7 @@ describe('operator replicas with leader election', () => {
     const b = await replica('replica-b');
     a.start();
     b.start();
-    await until('a leader', () => a.isLeader() || b.isLeader(), 20_000);
+    await eventually('a leader', () => a.isLeader() || b.isLeader(), { timeoutMs: 20_000 });
     const [leader, standby] = a.isLeader() ? [a, b] : [b, a];
     expect(standby.isLeader()).toBe(false);
     expect(standby.current()).toBeUndefined();
@@ -76,7 +77,7 @@ describe('operator replicas with leader election', () => {
     expect(standby.leadershipTerms()).toBe(0);
 
     await leader.stop();
-    await until('the standby to lead', () => standby.isLeader(), 20_000);
+    await eventually('the standby to lead', () => standby.isLeader(), { timeoutMs: 20_000 });
     await applyCr(client, meshOperator(ns, 'mesh', { profile: 'empty', revision, namespace: ns, hub: 'registry.example' }));
     const cr = await waitForPhase(client, ns, 'mesh', 'Healthy', 30_000);
     expect(cr.status?.observedGeneration).toBe(2);

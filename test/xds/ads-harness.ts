@@ -170,15 +170,6 @@ export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise
   );
 }
 
-/** Polls until `f` returns true or `ms` pass. */
-export async function eventually(f: () => boolean | Promise<boolean>, ms = 3000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await f())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
 /** A duplex ADS stream that queues decoded responses. */
 abstract class RawStream<Req, Res> {
   protected readonly call: grpc.ClientDuplexStream<Buffer, Buffer>;

@@ -14,7 +14,6 @@ import { TypeUrl } from '../../src/xds/types.js';
 import {
   deltaNames,
   echoRoute,
-  eventually,
   grpcNode,
   namesOf,
   serviceEntry,
@@ -24,6 +23,7 @@ import {
   type Harness,
   type SotwStream,
 } from './ads-harness.js';
+import { eventually } from '../support/eventually.js';
 
 const ECHO = 'echo.default.svc.cluster.local';
 const RATINGS = 'ratings.default.svc.cluster.local';
@@ -152,7 +152,7 @@ describe('state of the world, proxyless gRPC client', () => {
     s.ack(again, [ECHO_CLUSTER]);
     expect(await s.quietTypes()).toEqual([]);
     // the ACK clears the error
-    await eventually(() => [...h.ads.connections.values()][0].watches.get(TypeUrl.Cluster)?.lastError === undefined, 2000, 'error cleared');
+    await eventually('error cleared', () => [...h.ads.connections.values()][0].watches.get(TypeUrl.Cluster)?.lastError === undefined, { timeoutMs: 2000 });
   });
 
   it('ignores and counts a request carrying a stale nonce', async () => {
@@ -360,11 +360,11 @@ describe('state of the world, sidecar', () => {
     expect(await h.metric('disc_xds')).toBe(2);
     expect(h.ads.connections.size).toBe(2);
     a.cancel();
-    await eventually(async () => (await h.metric('disc_xds')) === 1, 3000, 'disc_xds to drop to 1');
+    await eventually('disc_xds to drop to 1', async () => (await h.metric('disc_xds')) === 1, { timeoutMs: 3000 });
     expect(h.ads.connections.size).toBe(1);
     expect([...h.ads.connections.values()][0].proxy.type).toBe('grpc');
     b.end();
-    await eventually(async () => (await h.metric('disc_xds')) === 0, 3000, 'disc_xds to drop to 0');
+    await eventually('disc_xds to drop to 0', async () => (await h.metric('disc_xds')) === 0, { timeoutMs: 3000 });
     expect(h.ads.connections.size).toBe(0);
     // pushes after the clients went away go nowhere and do not fail
     await h.change(ratingsRoute('9s'));

@@ -9,7 +9,8 @@ import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
 import { TypeUrl } from '../../src/xds/types.js';
 import { DiscoveryResponse } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
 import { encodeAny, frameDiscoveryResponse, frameMessage, GRPC_PREFIX_BYTES } from '../../src/xds/wire.js';
-import { eventually, serviceEntry, sidecarNode, startAds, withTimeout, type Harness, type SotwStream } from './ads-harness.js';
+import { serviceEntry, sidecarNode, startAds, withTimeout, type Harness, type SotwStream } from './ads-harness.js';
+import { eventually } from '../support/eventually.js';
 
 /** Enough services that one sidecar's CDS response is several times the 64 KiB HTTP/2 window. */
 const MANY = Array.from({ length: 400 }, (_, i) => serviceEntry(`svc-${i}`, [`10.1.${i >> 8}.${i & 255}`])).join('');
@@ -106,7 +107,7 @@ describe('the frame cache', () => {
     const [ra, rb] = await Promise.all([cds(a), cds(b)]);
     expect(rb.nonce).toBe(ra.nonce);
     expect(h.ads.cachedFrames).toBeGreaterThan(0);
-    await eventually(() => h.ads.cachedFrames === 0, 3000, 'idle frames dropped');
+    await eventually('idle frames dropped', () => h.ads.cachedFrames === 0, { timeoutMs: 3000 });
     const later = await cds(h.sotw(sidecarNode()));
     expect(clusterNames(later).sort()).toEqual(clusterNames(ra).sort());
     expect(h.ads.cachedFrames).toBe(1);
