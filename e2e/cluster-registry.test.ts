@@ -20,7 +20,8 @@ import {
   stopApiServer,
   type KubeconfigCredentials,
 } from '../test/support/cluster.js';
-import { metricValue, startDaemon, type Daemon } from '../test/support/daemon.js';
+import { startDaemon, type Daemon } from '../test/support/daemon.js';
+import { metricValue } from '../test/support/metrics-text.js';
 import { apply, applyCrds, createNamespace, deleteNamespace, deployment, readyAddresses, scale } from './support/kube.js';
 import { playPods, type PodPlayer } from './support/pod-player.js';
 import { eventually } from '../test/support/eventually.js';

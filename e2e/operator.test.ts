@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { CLUSTER_START_TIMEOUT_MS, ensureCluster, kubeRequest, readKubeconfig, type KubeconfigCredentials } from '../test/support/cluster.js';
-import { REPO_ROOT, metricValue } from '../test/support/daemon.js';
+import { REPO_ROOT } from '../test/support/daemon.js';
+import { metricValue } from '../test/support/metrics-text.js';
 import { apply, createNamespace, deleteNamespace, objectPath, remove } from './support/kube.js';
 import { eventually, tail } from '../test/support/eventually.js';
 

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { Node } from '../../src/gen/envoy/config/core/v3/base.js';
 import type { EchoReply } from './backend.js';
 import { eventually, tail } from '../../test/support/eventually.js';
 
@@ -16,6 +17,22 @@ export const DEFAULT_NODE_METADATA: Readonly<Record<string, unknown>> = {
   NAMESPACE: 'default',
   CLUSTER_ID: 'Cluster',
 };
+
+/** The node of a proxyless gRPC client, as grpc-js-xds sends it (for raw ADS streams that stand for one). */
+export function xdsClientNode(id = DEFAULT_NODE_ID, metadata: Record<string, unknown> = {}): Node {
+  return {
+    id,
+    cluster: '',
+    metadata: { ...DEFAULT_NODE_METADATA, ...metadata },
+    dynamicParameters: {},
+    locality: { region: '', zone: '', subZone: '' },
+    userAgentName: 'mesh-e2e-raw-ads',
+    userAgentVersion: '0.0.0',
+    extensions: [],
+    clientFeatures: [],
+    listeningAddresses: [],
+  };
+}
 
 /**
  * grpc-js-xds feature switches, set explicitly so that a change of the package's defaults cannot

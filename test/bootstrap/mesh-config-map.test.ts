@@ -21,7 +21,8 @@ import { decodeResource, tcpProxiesOf } from '../support/decode.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { startDaemon, type Daemon } from '../support/daemon.js';
 import { applyMeshCrds, configMap, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
-import { SotwStream, sidecarNode } from '../xds/ads-harness.js';
+import { SotwStream } from '../support/ads-client.js';
+import { sidecarNode } from '../xds/ads-harness.js';
 import { eventually } from '../support/eventually.js';
 
 const base = { domain: 'cluster.local', clusterId: 'Cluster' };

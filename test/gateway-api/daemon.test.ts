@@ -7,7 +7,9 @@
 import { Listener } from '../../src/gen/envoy/config/listener/v3/listener.js';
 import { RouteConfiguration } from '../../src/gen/envoy/config/route/v3/route.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { AdsStream, grpcNode, TYPE } from '../../e2e/support/ads-client.js';
+import { xdsClientNode } from '../../e2e/support/xds-client.js';
+import { TypeUrl } from '../../src/xds/types.js';
+import { SotwStream } from '../support/ads-client.js';
 import { hcmOf } from '../support/decode.js';
 import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
 import { installGatewayApiCrds, removeGatewayApiCrds, startClusterDaemon, type TestDaemon } from './support.js';
@@ -19,7 +21,7 @@ let env: KubeTestEnv;
 let ns: string;
 let className: string;
 let daemon: TestDaemon | undefined;
-let stream: AdsStream | undefined;
+let stream: SotwStream | undefined;
 
 interface Cond {
   type: string;
@@ -53,8 +55,8 @@ function httpRoute(backends: Array<{ name: string; weight: number }>): KubeObjec
   };
 }
 
-function routerNode(): ReturnType<typeof grpcNode> {
-  return grpcNode(`router~10.0.0.9~gw-pod.${ns}~${ns}.svc.cluster.local`, {
+function routerNode(): ReturnType<typeof xdsClientNode> {
+  return xdsClientNode(`router~10.0.0.9~gw-pod.${ns}~${ns}.svc.cluster.local`, {
     GENERATOR: 'envoy',
     NAMESPACE: ns,
     LABELS: { 'gateway.networking.k8s.io/gateway-name': 'edge' },
@@ -64,19 +66,19 @@ function routerNode(): ReturnType<typeof grpcNode> {
 /** LDS (wildcard) for the router proxy: the listeners it gets. */
 async function routerListeners(d: TestDaemon): Promise<Listener[]> {
   stream?.close();
-  stream = AdsStream.open(`127.0.0.1:${d.daemon.grpcPort}`);
-  stream.send({ node: routerNode(), typeUrl: TYPE.Listener, resourceNames: [] });
-  const lds = await stream.next((r) => r.typeUrl === TYPE.Listener, 10_000);
-  stream.send({ typeUrl: TYPE.Listener, resourceNames: [], versionInfo: lds.versionInfo, responseNonce: lds.nonce });
+  stream = SotwStream.open(`127.0.0.1:${d.daemon.grpcPort}`);
+  stream.sendRequest({ node: routerNode(), typeUrl: TypeUrl.Listener, resourceNames: [] });
+  const lds = await stream.nextMatching((r) => r.typeUrl === TypeUrl.Listener, 10_000);
+  stream.sendRequest({ typeUrl: TypeUrl.Listener, resourceNames: [], versionInfo: lds.versionInfo, responseNonce: lds.nonce });
   return lds.resources.map((a) => Listener.decode(a.value));
 }
 
 async function routeConfig(name: string): Promise<RouteConfiguration> {
   const s = stream!;
   const mark = s.responses.length;
-  s.send({ typeUrl: TYPE.Route, resourceNames: [name] });
-  const rds = await s.next((r) => r.typeUrl === TYPE.Route, 10_000, mark);
-  s.send({ typeUrl: TYPE.Route, resourceNames: [name], versionInfo: rds.versionInfo, responseNonce: rds.nonce });
+  s.sendRequest({ typeUrl: TypeUrl.Route, resourceNames: [name] });
+  const rds = await s.nextMatching((r) => r.typeUrl === TypeUrl.Route, 10_000, mark);
+  s.sendRequest({ typeUrl: TypeUrl.Route, resourceNames: [name], versionInfo: rds.versionInfo, responseNonce: rds.nonce });
   return RouteConfiguration.decode(rds.resources[0].value);
 }
 

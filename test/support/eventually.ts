@@ -57,6 +57,13 @@ export async function eventually<T>(
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${describe(last)})${extra}`);
 }
 
+/** `p`, or a rejection naming `what` when it has not settled after `ms`. */
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let t: NodeJS.Timeout | undefined;
+  const timeout = new Promise<T>((_, reject) => (t = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)));
+  return Promise.race([p, timeout]).finally(() => clearTimeout(t));
+}
+
 /** The last `max` characters of a text, marked when cut. */
 export function tail(text: string, max = 4000): string {
   return text.length <= max ? text : `…${text.slice(text.length - max)}`;

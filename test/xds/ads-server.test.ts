@@ -11,19 +11,9 @@ import { ClusterLoadAssignment } from '../../src/gen/envoy/config/endpoint/v3/en
 import { Listener } from '../../src/gen/envoy/config/listener/v3/listener.js';
 import { hcmOf } from '../support/decode.js';
 import { TypeUrl } from '../../src/xds/types.js';
-import {
-  deltaNames,
-  echoRoute,
-  grpcNode,
-  namesOf,
-  serviceEntry,
-  sidecarNode,
-  startAds,
-  withTimeout,
-  type Harness,
-  type SotwStream,
-} from './ads-harness.js';
-import { eventually } from '../support/eventually.js';
+import { echoRoute, grpcNode, serviceEntry, sidecarNode, startAds, type Harness } from './ads-harness.js';
+import { deltaNames, namesOf, type SotwStream } from '../support/ads-client.js';
+import { eventually, withTimeout } from '../support/eventually.js';
 
 const ECHO = 'echo.default.svc.cluster.local';
 const RATINGS = 'ratings.default.svc.cluster.local';
@@ -253,7 +243,7 @@ describe('state of the world, proxyless gRPC client', () => {
     const h = await start();
     const s = h.sotw(null);
     s.send({ typeUrl: TypeUrl.Cluster });
-    const status = await withTimeout(s.status, 3000, 'stream status');
+    const status = await s.ended(3000);
     expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(status.details).toContain('node.id');
     expect(s.pending).toBe(0);
@@ -265,7 +255,7 @@ describe('state of the world, proxyless gRPC client', () => {
     const h = await start();
     const s = h.sotw({ id: 'not-a-node-id', metadata: {} });
     s.send({ typeUrl: TypeUrl.Cluster });
-    const status = await withTimeout(s.status, 3000, 'stream status');
+    const status = await s.ended(3000);
     expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(status.details).toContain('not-a-node-id');
   });
@@ -494,7 +484,7 @@ describe('delta', () => {
     const h = await start(BASE, { options: { deltaEnabled: false } });
     const d = h.delta(sidecarNode());
     d.send({ typeUrl: TypeUrl.Cluster });
-    const status = await withTimeout(d.status, 3000, 'stream status');
+    const status = await d.ended(3000);
     expect(status.code).toBe(grpc.status.UNIMPLEMENTED);
     expect(status.details).toContain('MESH_DELTA_XDS');
     expect(h.ads.connections.size).toBe(0);

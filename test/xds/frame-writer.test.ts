@@ -9,7 +9,8 @@ import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
 import { TypeUrl } from '../../src/xds/types.js';
 import { DiscoveryResponse } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
 import { encodeAny, frameDiscoveryResponse, frameMessage, GRPC_PREFIX_BYTES } from '../../src/xds/wire.js';
-import { serviceEntry, sidecarNode, startAds, withTimeout, type Harness, type SotwStream } from './ads-harness.js';
+import { serviceEntry, sidecarNode, startAds, type Harness } from './ads-harness.js';
+import type { SotwStream } from '../support/ads-client.js';
 import { eventually } from '../support/eventually.js';
 
 /** Enough services that one sidecar's CDS response is several times the 64 KiB HTTP/2 window. */
@@ -83,7 +84,7 @@ describe('writing frames to ADS streams', () => {
     const res = await cds(s);
     expect(res.resources.length).toBeGreaterThan(400);
     h.ads.close();
-    const status = await withTimeout(s.status, 3000, 'stream status');
+    const status = await s.ended(3000);
     expect(status.code).toBe(14); // UNAVAILABLE
     expect(status.details).toBe('server shutting down');
   });
