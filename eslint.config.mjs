@@ -1,5 +1,7 @@
 import js from '@eslint/js';
+import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
+import { layerConfigs } from './eslint/layers.mjs';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'bench/dist/**', 'src/gen/**', 'node_modules/**', 'coverage/**', 'tools/**'] },
@@ -13,5 +15,15 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  // Layers point down (eslint/layers.mjs). Imports are resolved as TypeScript resolves them: the
+  // `.js` of an import names the `.ts` source.
+  {
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: { 'import-x/resolver-next': [importX.createNodeResolver({ extensionAlias: { '.js': ['.ts', '.js'] } })] },
+    // One logger: library code logs through src/log (pino); the CLI writes through its runner.
+    rules: { 'no-console': 'error' },
+  },
+  ...layerConfigs(),
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly', __dirname: 'readonly' } }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
 );

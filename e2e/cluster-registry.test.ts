@@ -21,10 +21,11 @@ import {
   stopApiServer,
   type KubeconfigCredentials,
 } from '../test/support/cluster.js';
-import { metricValue, startDaemon, type Daemon } from '../test/support/daemon.js';
+import { startDaemon, type Daemon } from '../test/support/daemon.js';
+import { metricValue } from '../test/support/metrics-text.js';
 import { apply, applyCrds, createNamespace, deleteNamespace, deployment, readyAddresses, scale } from './support/kube.js';
 import { PLAYED_CONDITION, playPods, type PodPlayer } from './support/pod-player.js';
-import { pollUntil } from './support/wait.js';
+import { eventually } from '../test/support/eventually.js';
 import { startXdsClient, type CallResult, type XdsClient } from './support/xds-client.js';
 
 const ns = `e2e-cluster-${randomBytes(3).toString('hex')}`;
@@ -92,7 +93,7 @@ beforeAll(async () => {
     spec: { host: HOST, subsets: [{ name: 'v1', labels: { version: 'v1' } }, { name: 'v2', labels: { version: 'v2' } }] },
   });
   await apply(creds, vs({ v1: 80, v2: 20 }) as never);
-  await pollUntil(async () => (await readyAddresses(creds, ns, 'echo')).length === 3, { timeoutMs: 60_000, what: '3 ready endpoints in the slices', diagnostics });
+  await eventually('3 ready endpoints in the slices', async () => (await readyAddresses(creds, ns, 'echo')).length === 3, { timeoutMs: 60_000, diagnostics, retryErrors: true });
   daemon = await startDaemon({
     registries: 'Cluster',
     args: ['--clusterconfig', kubeconfig, '--resync', '10s'],
@@ -125,13 +126,14 @@ describe('Cluster registry', () => {
       readonly endpoints: ReadonlyArray<{ address: string; labels: Record<string, string>; serviceAccount: string; healthy: boolean }>;
     }
     const addresses = await readyAddresses(creds, ns, 'echo');
-    const echo = await pollUntil(
+    const echo = await eventually(
+      'the daemon to list the pods of echo',
       async () => {
         const dump = (await (await fetch(`http://${daemon!.httpAddr}/debug/endpointz`)).json()) as Dumped[];
         const svc = dump.find((s) => s.hostname === HOST);
         return svc && svc.endpoints.length === addresses.length ? svc : undefined;
       },
-      { timeoutMs: 20_000, what: 'the daemon to list the pods of echo', diagnostics },
+      { timeoutMs: 20_000, diagnostics, retryErrors: true },
     );
     expect(echo.endpoints.map((e) => e.address).sort()).toEqual(addresses);
     expect(echo.endpoints.map((e) => e.labels.version).sort()).toEqual(['v1', 'v1', 'v2']);
@@ -147,12 +149,13 @@ describe('Cluster registry', () => {
       status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string }>; validationMessages?: unknown[] };
     }
     const vsPath = `/apis/networking.mesh.io/v1/namespaces/${ns}/virtualservices/echo`;
-    const stored = await pollUntil(
+    const stored = await eventually(
+      'status Reconciled on the VirtualService',
       async () => {
         const obj = (await kubeRequest(creds, 'GET', vsPath)).body as Stored;
         return obj.status?.observedGeneration === obj.metadata.generation && obj.status?.conditions?.some((c) => c.type === 'Reconciled' && c.status === 'True') ? obj : undefined;
       },
-      { timeoutMs: 30_000, what: 'status Reconciled on the VirtualService', diagnostics },
+      { timeoutMs: 30_000, diagnostics, retryErrors: true },
     );
     expect(stored.status?.validationMessages ?? []).toEqual([]);
   }, 60_000);
@@ -164,12 +167,13 @@ describe('Cluster registry', () => {
     const vsPath = `/apis/networking.mesh.io/v1/namespaces/${ns}/virtualservices/echo`;
     // The client subscribes through a call; its ACKs of the snapshot holding the VirtualService count.
     await client!.call(TARGET, { count: 1 }).catch(() => undefined);
-    await pollUntil(
+    await eventually(
+      'Reconciled to say 1/1 proxies up to date',
       async () => {
         const obj = (await kubeRequest(creds, 'GET', vsPath)).body as Stored;
         return obj.status?.conditions?.find((c) => c.type === 'Reconciled')?.message === '1/1 proxies up to date';
       },
-      { timeoutMs: 30_000, what: 'Reconciled to say 1/1 proxies up to date', diagnostics },
+      { timeoutMs: 30_000, diagnostics, retryErrors: true },
     );
   }, 60_000);
 
@@ -199,9 +203,10 @@ describe('Cluster registry', () => {
     // The clock starts when the new pod is a ready endpoint in the cluster: what comes before is
     // the cluster's own work (scheduling, the simulated kubelet, the pod player starting the pod's
     // backend, which the pod's readiness gate waits for, the slice controller).
-    const added = await pollUntil(
+    const added = await eventually(
+      'a new ready endpoint',
       async () => (await readyAddresses(creds, ns, 'echo')).find((a) => !before.has(a)),
-      { timeoutMs: 60_000, intervalMs: 20, what: 'a new ready endpoint', diagnostics },
+      { timeoutMs: 60_000, intervalMs: 20, diagnostics, retryErrors: true },
     );
     const t0 = Date.now();
     expect(pods!.serving()).toHaveLength(4);
@@ -237,16 +242,12 @@ describe('workload-entry auto-registration', () => {
     const vm = await startXdsClient({ xdsAddr: daemon!.grpcAddr, nodeId: `sidecar~${ip}~vm-1.${ns}~${ns}.svc.cluster.local`, metadata: { WORKLOAD_GROUP: 'vm', NAMESPACE: ns } });
     try {
       await vm.call(TARGET, { count: 1 }); // the first call opens the xDS stream
-      const entry = await pollUntil(async () => (await entries()).find((e) => e.spec.address === ip), {
-        timeoutMs: 20_000,
-        what: 'a WorkloadEntry for the connected workload',
-        diagnostics,
-      });
+      const entry = await eventually('a WorkloadEntry for the connected workload', async () => (await entries()).find((e) => e.spec.address === ip), { timeoutMs: 20_000, diagnostics, retryErrors: true });
       expect(entry.spec.labels?.app).toBe('vm-app');
     } finally {
       await vm.close();
     }
-    await pollUntil(async () => !(await entries()).some((e) => e.spec.address === ip), { timeoutMs: 30_000, what: 'the entry to be removed after the grace period', diagnostics });
+    await eventually('the entry to be removed after the grace period', async () => !(await entries()).some((e) => e.spec.address === ip), { timeoutMs: 30_000, diagnostics, retryErrors: true });
   }, 90_000);
 });
 
@@ -271,7 +272,7 @@ describe('API server restart', () => {
       if (routable) {
         await client!.callUntil(TARGET, { count: 20 }, (r) => r.failed === 0 && byVersion(r).v2 === 20, 60_000, 'all calls to v2 after the restart');
       } else {
-        await pollUntil(async () => (await (await fetch(`http://${daemon!.httpAddr}/debug/configz`)).text()).includes('"v2"'), { timeoutMs: 60_000 });
+        await eventually('the config v2 in /debug/configz', async () => (await (await fetch(`http://${daemon!.httpAddr}/debug/configz`)).text()).includes('"v2"'), { timeoutMs: 60_000, retryErrors: true });
       }
       const pushesAfter = metricValue(await (await fetch(`http://${daemon!.monitoringAddr}/metrics`)).text(), 'disc_xds_pushes');
       // Relisting unchanged objects must not push again: the one edit (and at most a few coalesced

@@ -14,9 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { CLUSTER_START_TIMEOUT_MS, ensureCluster, kubeRequest, readKubeconfig, type KubeconfigCredentials } from '../test/support/cluster.js';
-import { REPO_ROOT, metricValue } from '../test/support/daemon.js';
+import { REPO_ROOT } from '../test/support/daemon.js';
+import { metricValue } from '../test/support/metrics-text.js';
 import { apply, createNamespace, deleteNamespace, objectPath, remove } from './support/kube.js';
-import { pollUntil, tail } from './support/wait.js';
+import { eventually, tail } from '../test/support/eventually.js';
 
 const MESHCTL = join(REPO_ROOT, 'dist', 'cli', 'meshctl.js');
 const OPERATOR = join(REPO_ROOT, 'dist', 'cli', 'mesh-operator.js');
@@ -137,7 +138,7 @@ describe('mesh-operator end to end', () => {
     );
     operator.stdout?.setEncoding('utf8').on('data', (c: string) => (operatorLog += c));
     operator.stderr?.setEncoding('utf8').on('data', (c: string) => (operatorLog += c));
-    const port = await pollUntil(() => /mesh-operator started\s.*monitoring=(\d+)/.exec(operatorLog)?.[1], { timeoutMs: 20_000, what: 'the operator to start' }).catch((err: Error) => {
+    const port = await eventually('the operator to start', () => /mesh-operator started\s.*monitoring=(\d+)/.exec(operatorLog)?.[1], { timeoutMs: 20_000, retryErrors: true }).catch((err: Error) => {
       throw new Error(`${err.message}\n${tail(operatorLog)}`);
     });
 
@@ -147,12 +148,13 @@ describe('mesh-operator end to end', () => {
       metadata: { name: 'mesh', namespace: watchedNs },
       spec: { profile: 'minimal', revision, namespace: controlNs, tag: 'e2e' },
     });
-    const healthy = await pollUntil(
+    const healthy = await eventually(
+      'the MeshOperator to be Healthy',
       async () => {
         const cr = (await get(crPath())) as { metadata: { generation: number }; status?: { phase?: string; observedGeneration?: number } } | undefined;
         return cr?.status?.phase === 'Healthy' && cr.status.observedGeneration === cr.metadata.generation ? cr : undefined;
       },
-      { timeoutMs: 120_000, what: 'the MeshOperator to be Healthy' },
+      { timeoutMs: 120_000, retryErrors: true },
     ).catch(async (err: Error) => {
       throw new Error(`${err.message}; status ${JSON.stringify(((await get(crPath())) as { status?: unknown } | undefined)?.status)}\n${tail(operatorLog)}`);
     });
@@ -187,7 +189,7 @@ describe('mesh-operator end to end', () => {
     expect(refused.stderr).toContain(`MeshOperator resources of revision ${revision} still exist: ${watchedNs}/mesh`);
 
     await remove(creds, 'install.mesh.io/v1alpha1', 'MeshOperator', watchedNs, 'mesh');
-    await pollUntil(async () => (await get(crPath())) === undefined, { timeoutMs: 60_000, what: 'the MeshOperator to go' }).catch((err: Error) => {
+    await eventually('the MeshOperator to go', async () => (await get(crPath())) === undefined, { timeoutMs: 60_000, retryErrors: true }).catch((err: Error) => {
       throw new Error(`${err.message}\n${tail(operatorLog)}`);
     });
     expect(await get(objectPath('apps/v1', 'Deployment', controlNs, `meshd-${revision}`))).toBeUndefined();

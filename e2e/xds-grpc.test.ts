@@ -9,7 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { destination, destinationRule, ECHO_TARGET, serviceEntry, virtualService, weightedVirtualService } from './support/mesh-config.js';
 import { withMesh } from './support/mesh.js';
 import type { CallResult } from './support/xds-client.js';
-import { pollUntil } from './support/wait.js';
+import { eventually } from '../test/support/eventually.js';
 
 const TEST_TIMEOUT = 90_000;
 
@@ -213,10 +213,10 @@ describe('broken config files', () => {
             virtualService({ name: 'echo-bad-weight', http: [{ route: [destination('v2', 'abc'), destination('v1', 0)] }] }),
           );
 
-          const rejected = await pollUntil(async () => {
+          const rejected = await eventually('disc_total_rejected_configs > 0', async () => {
             const n = await daemon.metric('disc_total_rejected_configs');
             return n > 0 ? n : undefined;
-          }, { timeoutMs: 10_000, what: 'disc_total_rejected_configs > 0' });
+          }, { timeoutMs: 10_000, retryErrors: true });
           expect(rejected).toBeGreaterThan(0);
 
           expect(daemon.running()).toBe(true);

@@ -7,10 +7,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { AdsStream, followListener, grpcNode, subscribeChain, subscribeListener, TYPE } from './support/ads-client.js';
+import { TypeUrl } from '../src/xds/types.js';
+import { SotwStream, followListener, subscribeChain, subscribeListener } from '../test/support/ads-client.js';
 import { ECHO_TARGET, serviceEntry } from './support/mesh-config.js';
 import { withMesh, type MeshSetup } from './support/mesh.js';
-import { delay, pollUntil } from './support/wait.js';
+import { xdsClientNode } from './support/xds-client.js';
+import { delay, eventually } from '../test/support/eventually.js';
 
 const TEST_TIMEOUT = 60_000;
 
@@ -36,12 +38,13 @@ function metricUntil(
   accept: (v: number) => boolean,
   timeoutMs = 10_000,
 ): Promise<number> {
-  return pollUntil(
+  return eventually(
+    `metric ${name}`,
     async () => {
       const v = await daemon.metric(name);
       return accept(v) ? v : undefined;
     },
-    { timeoutMs, what: `metric ${name}` },
+    { timeoutMs, retryErrors: true },
   );
 }
 
@@ -50,18 +53,18 @@ describe('malformed DiscoveryRequest', () => {
     'ends that stream with an error status and keeps serving another client',
     () =>
       withMesh(setup, async ({ daemon }) => {
-        const bad = AdsStream.open(daemon.grpcAddr);
+        const bad = SotwStream.open(daemon.grpcAddr);
         try {
-          bad.send(malformedRequest());
+          bad.sendRequest(malformedRequest());
           const end = await bad.ended(10_000);
           expect([grpc.status.INVALID_ARGUMENT, grpc.status.INTERNAL]).toContain(end.code);
         } finally {
           bad.close();
         }
 
-        const good = AdsStream.open(daemon.grpcAddr);
+        const good = SotwStream.open(daemon.grpcAddr);
         try {
-          const lds = await subscribeListener(good, ECHO_TARGET);
+          const lds = await subscribeListener(good, ECHO_TARGET, xdsClientNode());
           expect(lds.resources).toHaveLength(1);
           expect(good.status()).toBeUndefined();
         } finally {
@@ -80,11 +83,11 @@ describe('unknown type URL', () => {
     () =>
       withMesh(setup, async ({ daemon }) => {
         const unknownType = 'type.googleapis.com/mesh.test.v1.NoSuchResource';
-        const s = AdsStream.open(daemon.grpcAddr);
+        const s = SotwStream.open(daemon.grpcAddr);
         try {
-          s.send({ node: grpcNode(), typeUrl: unknownType, resourceNames: ['anything'] });
-          s.send({ typeUrl: TYPE.Listener, resourceNames: [ECHO_TARGET] });
-          const lds = await s.next((r) => r.typeUrl === TYPE.Listener, 10_000);
+          s.sendRequest({ node: xdsClientNode(), typeUrl: unknownType, resourceNames: ['anything'] });
+          s.sendRequest({ typeUrl: TypeUrl.Listener, resourceNames: [ECHO_TARGET] });
+          const lds = await s.nextMatching((r) => r.typeUrl === TypeUrl.Listener, 10_000);
           expect(lds.resources).toHaveLength(1);
           expect(s.status()).toBeUndefined();
           // If the daemon answers the unknown type at all, the answer is empty.
@@ -103,19 +106,19 @@ describe('stale nonce', () => {
     'is ignored and counted in disc_xds_expired_nonce',
     () =>
       withMesh(setup, async ({ daemon }) => {
-        const s = AdsStream.open(daemon.grpcAddr);
+        const s = SotwStream.open(daemon.grpcAddr);
         try {
-          const lds = await subscribeListener(s, ECHO_TARGET);
+          const lds = await subscribeListener(s, ECHO_TARGET, xdsClientNode());
           const before = await daemon.metric('disc_xds_expired_nonce');
           const mark = s.responses.length;
-          s.send({ typeUrl: TYPE.Listener, resourceNames: [ECHO_TARGET], versionInfo: lds.versionInfo, responseNonce: `stale-${lds.nonce}-e2e` });
+          s.sendRequest({ typeUrl: TypeUrl.Listener, resourceNames: [ECHO_TARGET], versionInfo: lds.versionInfo, responseNonce: `stale-${lds.nonce}-e2e` });
           await metricUntil(daemon, 'disc_xds_expired_nonce', (v) => v > before);
 
           // Requests on one stream are handled in order: once the RDS/CDS subscriptions sent after
           // the stale request are answered, any answer to the stale request would have come first.
           const next = await followListener(s, lds);
           expect(next.cds.resources.length).toBeGreaterThan(0);
-          expect(s.responses.slice(mark).filter((r) => r.typeUrl === TYPE.Listener)).toHaveLength(0);
+          expect(s.responses.slice(mark).filter((r) => r.typeUrl === TypeUrl.Listener)).toHaveLength(0);
           expect(s.status()).toBeUndefined();
         } finally {
           s.close();
@@ -133,26 +136,26 @@ describe('NACK', () => {
     'of $type is counted in disc_total_xds_rejects and $gauge, and not answered by a resend loop',
     ({ type, gauge }) =>
       withMesh(setup, async ({ daemon }) => {
-        const s = AdsStream.open(daemon.grpcAddr);
+        const s = SotwStream.open(daemon.grpcAddr);
         try {
           const rejectsBefore = await daemon.metric('disc_total_xds_rejects');
           let typeUrl: string;
           let names: string[];
           let rejected: { nonce: string; versionInfo: string };
           if (type === 'lds') {
-            typeUrl = TYPE.Listener;
+            typeUrl = TypeUrl.Listener;
             names = [ECHO_TARGET];
-            s.send({ node: grpcNode(), typeUrl, resourceNames: names });
-            rejected = await s.next((r) => r.typeUrl === TYPE.Listener, 10_000);
+            s.sendRequest({ node: xdsClientNode(), typeUrl, resourceNames: names });
+            rejected = await s.nextMatching((r) => r.typeUrl === TypeUrl.Listener, 10_000);
           } else {
-            typeUrl = TYPE.Cluster;
-            const chain = await subscribeChain(s, ECHO_TARGET);
+            typeUrl = TypeUrl.Cluster;
+            const chain = await subscribeChain(s, ECHO_TARGET, xdsClientNode());
             names = chain.clusters;
             rejected = chain.cds;
           }
 
           const mark = s.responses.length;
-          s.send({
+          s.sendRequest({
             typeUrl,
             resourceNames: names,
             versionInfo: '', // nothing of this type was ever accepted

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { kubeRequest, type KubeconfigCredentials, type KubeResponse } from '../../test/support/cluster.js';
 import { REPO_ROOT } from '../../test/support/daemon.js';
-import { pollUntil } from './wait.js';
+import { eventually } from '../../test/support/eventually.js';
 
 export interface KubeManifest {
   readonly apiVersion: string;
@@ -68,13 +68,14 @@ export async function applyCrds(creds: KubeconfigCredentials): Promise<void> {
     .filter((d): d is KubeManifest => d !== null && d.kind === 'CustomResourceDefinition');
   for (const crd of crds) await apply(creds, crd);
   for (const crd of crds) {
-    await pollUntil(
+    await eventually(
+      `CRD ${crd.metadata.name} established`,
       async () => {
         const res = await kubeRequest(creds, 'GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`);
         const conditions = ((res.body as { status?: { conditions?: Array<{ type: string; status: string }> } }).status?.conditions ?? []);
         return conditions.some((c) => c.type === 'Established' && c.status === 'True');
       },
-      { timeoutMs: 30_000, what: `CRD ${crd.metadata.name} established` },
+      { timeoutMs: 30_000, retryErrors: true },
     );
   }
 }

@@ -6,7 +6,7 @@
 import { makeConfigDir, startDaemon, type ConfigDir, type Daemon, type StartDaemonOptions } from '../../test/support/daemon.js';
 import { startBackend, type Backend, type BackendOptions } from './backend.js';
 import { startXdsClient, type XdsClient, type XdsClientOptions } from './xds-client.js';
-import { tail } from './wait.js';
+import { tail } from '../../test/support/eventually.js';
 
 export type ConfigContent = string | object | ReadonlyArray<object>;
 

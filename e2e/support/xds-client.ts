@@ -6,8 +6,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { Node } from '../../src/gen/envoy/config/core/v3/base.js';
 import type { EchoReply } from './backend.js';
-import { pollUntil, tail } from './wait.js';
+import { eventually, tail } from '../../test/support/eventually.js';
 
 export const DEFAULT_NODE_ID = 'sidecar~127.0.0.1~client-1.default~default.svc.cluster.local';
 
@@ -16,6 +17,22 @@ export const DEFAULT_NODE_METADATA: Readonly<Record<string, unknown>> = {
   NAMESPACE: 'default',
   CLUSTER_ID: 'Cluster',
 };
+
+/** The node of a proxyless gRPC client, as grpc-js-xds sends it (for raw ADS streams that stand for one). */
+export function xdsClientNode(id = DEFAULT_NODE_ID, metadata: Record<string, unknown> = {}): Node {
+  return {
+    id,
+    cluster: '',
+    metadata: { ...DEFAULT_NODE_METADATA, ...metadata },
+    dynamicParameters: {},
+    locality: { region: '', zone: '', subZone: '' },
+    userAgentName: 'mesh-e2e-raw-ads',
+    userAgentVersion: '0.0.0',
+    extensions: [],
+    clientFeatures: [],
+    listeningAddresses: [],
+  };
+}
 
 /**
  * grpc-js-xds feature switches, set explicitly so that a change of the package's defaults cannot
@@ -217,15 +234,16 @@ export async function startXdsClient(opts: XdsClientOptions): Promise<XdsClient>
     call,
     state: async (target) => String((await send({ op: 'state', target }, 5000)).state),
     waitFor: async (predicate, timeoutMs = 10_000, what) => {
-      await pollUntil(async () => (await predicate()) || undefined, { timeoutMs, intervalMs: 100, what: what ?? 'client predicate', diagnostics });
+      await eventually(what ?? 'client predicate', async () => (await predicate()) || undefined, { timeoutMs, intervalMs: 100, diagnostics, retryErrors: true });
     },
     callUntil: (target, o, accept, timeoutMs = 10_000, what) =>
-      pollUntil(
+      eventually(
+        what ?? `calls to ${target} to match`,
         async () => {
           const r = await call(target, o);
           return accept(r) ? r : undefined;
         },
-        { timeoutMs, intervalMs: 100, what: what ?? `calls to ${target} to match`, diagnostics },
+        { timeoutMs, intervalMs: 100, diagnostics, retryErrors: true },
       ),
     lastResult: () => last,
     stderr: () => stderr,

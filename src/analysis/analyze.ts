@@ -2,9 +2,9 @@
  * Runs the analyzers over one snapshot and groups the findings by object. Pure: the same input
  * gives the same findings, in a stable order (by code, then path, then message).
  */
-import type { DestinationRule } from '../model/config-kinds.js';
+import type { DestinationRule } from '../config/spec-types.js';
 import { hostMatches, resolveHost } from '../model/host.js';
-import type { ServiceEntry } from '../model/config-kinds.js';
+import type { ServiceEntry } from '../config/spec-types.js';
 import { PushContext } from '../model/push-context.js';
 import { conflictingDestinationRulesAnalyzer } from './analyzers/destination-rule.js';
 import { gatewaySelectorAnalyzer } from './analyzers/gateway.js';

@@ -1,5 +1,5 @@
 import type { DaemonEnv } from '../config/daemon-env.js';
-import { ConfigError } from '../config/config-error.js';
+import { ConfigError } from '../util/config-error.js';
 import type { DiscoveryOptions, ListenAddr } from '../config/discovery-flags.js';
 import type { DaemonConfig } from './daemon-config.js';
 

@@ -18,7 +18,7 @@ import { existsSync, unwatchFile, watchFile } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { ConfigError } from '../config/config-error.js';
+import { ConfigError } from '../util/config-error.js';
 import { EMPTY_MESH_NETWORKS, parseMeshNetworks, type MeshNetworks } from '../config/mesh-networks.js';
 import type { KubeClient } from '../kube/client.js';
 import { dropManagedFields, Informer, resourceRef } from '../kube/informer.js';

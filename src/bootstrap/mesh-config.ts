@@ -7,7 +7,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { watchFile, unwatchFile } from 'node:fs';
 import type { Logger } from 'pino';
 import { MeshConfigSchema, type MeshConfig } from '../gen/config/schemas.js';
-import { durationMs } from '../config/duration.js';
+import { durationMs } from '../util/config-duration.js';
 import { parseYamlDocument } from '../config/yaml-document.js';
 import { clusterLocalHostsOf } from '../controllers/service-export/cluster-local.js';
 import { DEFAULT_MESH_SETTINGS, type MeshSettings } from '../model/mesh-settings.js';

@@ -10,11 +10,11 @@
  * except for variables with a fixed set of allowed values.
  */
 import { z } from 'zod';
-import { ConfigError } from './config-error.js';
+import { ConfigError } from '../util/config-error.js';
 import { parseDuration } from '../util/duration.js';
 import { checkRange, parseBool, parseDecimal, parseInteger } from '../util/parse.js';
 
-export { ConfigError } from './config-error.js';
+export { ConfigError } from '../util/config-error.js';
 
 /** Type legend of the spec: S string, B boolean, D duration, I integer, F floating point. */
 export type EnvType = 'S' | 'B' | 'D' | 'I' | 'F';

@@ -10,7 +10,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { z } from 'zod';
-import { ConfigError } from './config-error.js';
+import { ConfigError } from '../util/config-error.js';
 import { parseDaemonEnv, parsedText, type DaemonEnv } from './daemon-env.js';
 import { LOG_FLAG_DEFAULTS, checkLogFlags, type LogOptions } from '../log/levels.js';
 import { parseDuration } from '../util/duration.js';

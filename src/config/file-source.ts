@@ -30,6 +30,7 @@ import { extname, join, relative, sep } from 'node:path';
 import { parseConfigDocuments, type DocumentCache } from './parse.js';
 import type { MemoryConfigStore } from './store.js';
 import type { ConfigObject, ConfigRejection } from './types.js';
+import { getLogger } from '../log/logger.js';
 
 export interface FileConfigSourceOptions {
   readonly dir: string;
@@ -348,7 +349,7 @@ export class FileConfigSource {
   private reportError(err: unknown): void {
     const error = err instanceof Error ? err : new Error(String(err));
     if (this.opts.onError) this.opts.onError(error);
-    else console.error(`config source ${this.opts.dir}: ${error.message}`);
+    else getLogger('source').error({ dir: this.opts.dir, err: error.message }, `config source ${this.opts.dir}: ${error.message}`);
   }
 }
 

@@ -16,6 +16,7 @@ import { CONFIG_KINDS, type KindDefinition } from './kinds.js';
 import { parseConfigObject } from './parse.js';
 import type { MemoryConfigStore } from './store.js';
 import type { ConfigObject, ConfigRejection } from './types.js';
+import { getLogger } from '../log/logger.js';
 
 /** Store origin (and `meta.origin`) of everything this source delivers. */
 export const KUBE_ORIGIN = 'k8s';
@@ -193,7 +194,7 @@ export class KubeConfigSource {
       } catch {
         // nothing more to do
       }
-    } else console.warn(`kube config source: ${error.message}`);
+    } else getLogger('source').warn({ kind, err: error.message }, `kube config source: ${error.message}`);
   }
 }
 

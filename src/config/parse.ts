@@ -4,15 +4,15 @@
  * `origin#index` (0-based), kind/name when they could be read, and the field path; the good
  * documents of the same text still load.
  *
- * YAML follows the 1.1 rules the Kubernetes tooling applies (bare yes/no/on/off are booleans,
- * 0777 is octal), so a file means the same here as when applied to a cluster; timestamps and
- * base-60 numbers stay strings, as they do there.
+ * YAML is read the project's one way (src/util/yaml.ts: 1.1 as the Kubernetes tooling applies it).
  */
-import { parseAllDocuments, type Document, type Tags } from 'yaml';
-import type { z } from 'zod';
+import type { Document } from 'yaml';
 import { CONFIG_KINDS, kindByName, type KindDefinition } from './kinds.js';
 import type { ConfigMeta, ConfigObject, ConfigRejection } from './types.js';
+import { isRecord } from '../util/record.js';
+import { readYamlDocuments, yamlValue } from '../util/yaml.js';
 import { type ConfigIssue, isDns1123Label, isDns1123Subdomain, join } from './validation/common.js';
+import { describeValue, formatSchemaIssue } from './validation/schema-issues.js';
 
 export interface ParseResult {
   readonly objects: ConfigObject[];
@@ -20,11 +20,6 @@ export interface ParseResult {
 }
 
 const TOP_LEVEL_FIELDS = new Set(['apiVersion', 'kind', 'metadata', 'spec', 'status']);
-const MAX_ALIASES = 100;
-
-function withoutTimestamps(tags: Tags): Tags {
-  return tags.filter((t) => typeof t === 'string' || (t.tag !== 'tag:yaml.org,2002:timestamp' && t.format !== 'TIME'));
-}
 
 /**
  * What one document of a text parsed to, reusable when the same document comes again at the same
@@ -32,8 +27,6 @@ function withoutTimestamps(tags: Tags): Tags {
  * message carries line numbers, which depend on the documents before it.
  */
 export type DocumentCache = Map<string, ConfigObject>;
-
-const YAML_OPTIONS = { version: '1.1', customTags: withoutTimestamps, uniqueKeys: true, prettyErrors: true } as const;
 
 /**
  * Parses every document of `text`. With `cache` (what the previous parse of the same origin left in
@@ -73,7 +66,7 @@ export function parseConfigDocuments(text: string, origin: string, defaultNamesp
 type DocumentResult = ConfigObject | ConfigRejection | undefined;
 
 function parseWhole(text: string, origin: string, defaultNamespace: string): DocumentResult[] {
-  return parseAllDocuments(text, YAML_OPTIONS).map((doc, index) => parseDocument(doc, `${origin}#${index}`, defaultNamespace));
+  return readYamlDocuments(text).map((doc, index) => parseDocument(doc, `${origin}#${index}`, defaultNamespace));
 }
 
 /**
@@ -94,10 +87,10 @@ function parseByDocument(text: string, origin: string, defaultNamespace: string,
       next.set(key, known);
       continue;
     }
-    let docs = parseAllDocuments(piece.text, YAML_OPTIONS);
+    let docs = readYamlDocuments(piece.text);
     if (docs.length !== 1) return undefined;
     // A broken document is parsed again behind blank lines, so its errors name the lines of the whole text.
-    if (docs[0].errors.length > 0 && piece.line > 0) docs = parseAllDocuments('\n'.repeat(piece.line) + piece.text, YAML_OPTIONS);
+    if (docs[0].errors.length > 0 && piece.line > 0) docs = readYamlDocuments('\n'.repeat(piece.line) + piece.text);
     const result = parseDocument(docs[0], `${origin}#${index}`, defaultNamespace);
     if (result && !('issues' in result)) next.set(key, result);
     results.push(result);
@@ -157,7 +150,7 @@ function parseDocument(doc: Document.Parsed, origin: string, defaultNamespace: s
   }
   let value: unknown;
   try {
-    value = doc.toJS({ maxAliasCount: MAX_ALIASES });
+    value = yamlValue(doc);
   } catch (err) {
     return { origin, issues: [{ path: '', message: `YAML: ${firstLine((err as Error).message)}` }] };
   }
@@ -167,7 +160,7 @@ function parseDocument(doc: Document.Parsed, origin: string, defaultNamespace: s
 
 function safeToJs(doc: Document.Parsed): unknown {
   try {
-    return doc.toJS({ maxAliasCount: MAX_ALIASES });
+    return yamlValue(doc);
   } catch {
     return undefined;
   }
@@ -175,10 +168,6 @@ function safeToJs(doc: Document.Parsed): unknown {
 
 function firstLine(message: string): string {
   return message.split('\n')[0].replace(/:$/, '');
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** Kind, name and namespace of a document, as far as they can be read. */
@@ -246,7 +235,7 @@ function readMetadata(
   const { name, namespace, generation } = raw;
   if (name === undefined || name === null || name === '') issues.push({ path: 'metadata.name', message: 'name is required' });
   else if (typeof name !== 'string') {
-    issues.push({ path: 'metadata.name', message: `name must be a string, got ${describe(name)} (quote it in YAML)` });
+    issues.push({ path: 'metadata.name', message: `name must be a string, got ${describeValue(name)} (quote it in YAML)` });
   } else if (!isDns1123Subdomain(name)) {
     issues.push({ path: 'metadata.name', message: `"${name}" is not a valid name (lower-case DNS-1123 subdomain)` });
   }
@@ -287,7 +276,7 @@ function readStringMap(raw: unknown, path: string, issues: ConfigIssue[]): Reado
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(raw)) {
     if (typeof v === 'string') out[k] = v;
-    else issues.push({ path: join(path, k), message: `value must be a string, got ${describe(v)} (quote it in YAML)` });
+    else issues.push({ path: join(path, k), message: `value must be a string, got ${describeValue(v)} (quote it in YAML)` });
   }
   return Object.freeze(out);
 }
@@ -299,33 +288,6 @@ function dropNulls(value: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = dropNulls(v);
   return out;
-}
-
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'object') return 'a mapping';
-  return `${typeof v} ${JSON.stringify(v)}`;
-}
-
-/** One schema issue as field path + reason, in the words an operator needs. */
-export function formatSchemaIssue(issue: z.core.$ZodIssue, base: string): ConfigIssue[] {
-  const path = join(base, ...issue.path.filter((p): p is string | number => typeof p !== 'symbol'));
-  switch (issue.code) {
-    case 'unrecognized_keys':
-      return issue.keys.map((k) => ({ path: join(path, k), message: 'unknown field' }));
-    case 'invalid_type':
-      if (issue.input === undefined) return [{ path, message: `required field is missing (expected ${issue.expected})` }];
-      return [{ path, message: `expected ${issue.expected}, got ${describe(issue.input)}` }];
-    case 'invalid_value':
-      return [{ path, message: `${describe(issue.input)} is not one of ${issue.values.map((v) => String(v)).join(', ')}` }];
-    case 'invalid_key':
-      return [{ path, message: `invalid key: ${issue.issues.map((i) => i.message).join('; ')}` }];
-    case 'invalid_union':
-      return [{ path, message: 'value matches none of the allowed forms' }];
-    default:
-      return [{ path, message: issue.message }];
-  }
 }
 
 function deepFreeze<T>(value: T): T {

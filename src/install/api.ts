@@ -14,6 +14,7 @@
  * src/install/render/overlay.ts for what a patch does.
  */
 import { z } from 'zod';
+import { formatSchemaIssue } from '../config/validation/schema-issues.js';
 import { MeshConfigSchema } from '../gen/config/schemas.js';
 
 export const INSTALL_GROUP = 'install.mesh.io';
@@ -228,45 +229,6 @@ export interface InstallIssue {
   readonly message: string;
 }
 
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_-]*$/;
-
-/** `spec.components.ingressGateways[0].name`; keys that are not identifiers are quoted. */
-export function joinPath(segments: ReadonlyArray<string | number>): string {
-  let out = '';
-  for (const s of segments) {
-    if (typeof s === 'number') out += `[${s}]`;
-    else if (IDENTIFIER.test(s)) out += out === '' ? s : `.${s}`;
-    else out += `[${JSON.stringify(s)}]`;
-  }
-  return out;
-}
-
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'object') return 'a map';
-  return `${typeof v} ${JSON.stringify(v)}`;
-}
-
-/** One zod issue as path + reason, with the path prefixed by `base` (e.g. `['spec']`). */
-export function formatIssue(issue: z.core.$ZodIssue, base: ReadonlyArray<string | number> = []): InstallIssue[] {
-  const segs = [...base, ...issue.path.filter((p): p is string | number => typeof p !== 'symbol')];
-  const path = joinPath(segs) || '(root)';
-  switch (issue.code) {
-    case 'unrecognized_keys':
-      return issue.keys.map((k) => ({ path: joinPath([...segs, k]), message: 'unknown field' }));
-    case 'invalid_type':
-      if (issue.input === undefined) return [{ path, message: `required field is missing (expected ${issue.expected})` }];
-      return [{ path, message: `expected ${issue.expected}, got ${describe(issue.input)}` }];
-    case 'invalid_value':
-      return [{ path, message: `${describe(issue.input)} is not one of ${issue.values.map((v) => String(v)).join(', ')}` }];
-    case 'custom':
-      return [{ path, message: issue.input === undefined ? issue.message : `${issue.message}, got ${describe(issue.input)}` }];
-    default:
-      return [{ path, message: issue.message }];
-  }
-}
-
 export type SpecParse =
   | { readonly ok: true; readonly spec: MeshOperatorSpec }
   | { readonly ok: false; readonly issues: ReadonlyArray<z.core.$ZodIssue> };
@@ -280,7 +242,7 @@ export function parseSpec(value: unknown): SpecParse {
 /** Structural check of a whole MeshOperator document; issue paths start at the document root. */
 export function checkOperatorDocument(value: unknown): InstallIssue[] {
   const r = MeshOperatorSchema.safeParse(value, { reportInput: true });
-  return r.success ? [] : r.error.issues.flatMap((i) => formatIssue(i));
+  return r.success ? [] : r.error.issues.flatMap((i) => formatSchemaIssue(i));
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

@@ -19,12 +19,12 @@
  *
  * `layerSpec` takes parsed layers; `resolveSpec` reads a command's files first.
  */
+import { formatSchemaIssue } from '../config/validation/schema-issues.js';
 import { getBuildInfo } from '../version/build-info.js';
 import {
   DEFAULT_NAMESPACE,
   INSTALL_API_VERSION,
   MESH_OPERATOR_KIND,
-  formatIssue,
   parseSpec,
   semanticIssues,
   type InstallIssue,
@@ -78,11 +78,11 @@ export interface ResolvedSpec {
 
 /**
  * Problems of a MeshOperator spec as an overlay (types, unknown fields; no profile merged yet),
- * with paths from `spec`. A resource's spec is checked with this; files are checked when read.
+ * with paths from `spec`, in the wording of every schema check (formatSchemaIssue). A resource's
+ * spec is checked with this; files are checked when read.
  */
 export function specOverlayIssues(spec: unknown): InstallIssue[] {
   if (spec === undefined || spec === null) return [];
-  if (!isMap(spec)) return [{ path: 'spec', message: 'expected a map' }];
   return overlayIssues({ apiVersion: INSTALL_API_VERSION, kind: MESH_OPERATOR_KIND, spec });
 }
 
@@ -180,7 +180,7 @@ export function checkSpecTree(tree: Tree, typedFrom: ReadonlyMap<string, string>
       return { spec: parsed.spec, warnings };
     }
     if (round < 5 && coerceTyped(tree, parsed.issues, typedFrom)) continue;
-    const issues: InstallIssue[] = parsed.issues.flatMap((i) => formatIssue(i, ['spec']));
+    const issues: InstallIssue[] = parsed.issues.flatMap((i) => formatSchemaIssue(i, 'spec'));
     if (force && round < 5 && issues.every((i) => i.message === 'unknown field') && dropUnknown(tree, parsed.issues)) {
       warnings.push(...issues.map((i) => `${i.path}: unknown field dropped (--force)`));
       continue;

@@ -61,7 +61,7 @@ export function operatorSpecFrom(text: string, origin: string): Tree {
   if (docs.length === 0) return {};
   if (docs.length > 1) throw new InstallError(`${origin}: holds ${docs.length} documents; a MeshOperator file holds one`);
   const doc = docs[0];
-  if (!isMap(doc)) throw new InstallError(`${origin}: expected a MeshOperator document (a map), got ${Array.isArray(doc) ? 'a list' : typeof doc}`);
+  if (!isMap(doc)) throw new InstallError(`${origin}: expected a MeshOperator document (a mapping), got ${Array.isArray(doc) ? 'a list' : typeof doc}`);
   if (doc.kind !== MESH_OPERATOR_KIND || doc.apiVersion !== INSTALL_API_VERSION) {
     throw new InstallError(`${origin}: expected apiVersion ${INSTALL_API_VERSION} and kind ${MESH_OPERATOR_KIND}, got ${String(doc.apiVersion)} ${String(doc.kind)}`);
   }

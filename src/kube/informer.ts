@@ -22,6 +22,7 @@ import { resourcePath, splitApiVersion } from './discovery.js';
 import { KubeApiError, isGone, isStatus, type KubeStatus } from './errors.js';
 import { objectKey, type InformerEvent, type KubeObject, type ObjectCache } from './types.js';
 import { watchOnce, type RawWatchEvent } from './watch.js';
+import { getLogger } from '../log/logger.js';
 
 /** The REST coordinates of a resource: group ('' for core), version, plural. */
 export interface ResourceRef {
@@ -299,7 +300,7 @@ export class Informer<T extends KubeObject> implements ObjectCache<T> {
         // a failing error hook must not stop the informer
       }
     } else {
-      console.warn(`informer ${this.name}: ${phase}: ${error.message}`);
+      getLogger('kube').warn({ informer: this.name, phase, err: error.message }, `informer ${this.name}: ${phase}: ${error.message}`);
     }
   }
 

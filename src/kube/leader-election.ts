@@ -13,6 +13,7 @@
 import { sleep } from './backoff.js';
 import type { KubeClient } from './client.js';
 import { isAlreadyExists, isConflict, isNotFound } from './errors.js';
+import { getLogger } from '../log/logger.js';
 
 export interface LeaderElectionOptions {
   readonly client: KubeClient;
@@ -258,6 +259,6 @@ export class LeaderElector {
   private report(err: unknown): void {
     const error = err instanceof Error ? err : new Error(String(err));
     if (this.opts.onError) this.opts.onError(error);
-    else console.warn(`leader election ${this.opts.namespace}/${this.opts.name} (${this.opts.identity}): ${error.message}`);
+    else getLogger('kube').warn({ lease: `${this.opts.namespace}/${this.opts.name}`, identity: this.opts.identity, err: error.message }, `leader election ${this.opts.namespace}/${this.opts.name} (${this.opts.identity}): ${error.message}`);
   }
 }

@@ -2,7 +2,7 @@
  * Log scopes and levels of the spec ("Log scopes", "Log levels") and the parsers for the
  * `--log_*` flags. No logger here: this module is cheap to import for flag validation.
  */
-import { ConfigError } from '../config/config-error.js';
+import { ConfigError } from '../util/config-error.js';
 
 /** Every scope name the spec lists, including the two special ones `all` and `default`. */
 export const LOG_SCOPES = [

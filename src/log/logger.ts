@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
 import pino from 'pino';
 import { createStream } from 'rotating-file-stream';
-import { ConfigError } from '../config/config-error.js';
+import { ConfigError } from '../util/config-error.js';
 import { formatConsoleLine, logTimestamp } from './console-format.js';
 import {
   DEFAULT_LOG_OPTIONS,

@@ -6,14 +6,13 @@
 import type { Logger } from 'pino';
 import type { ConfigEvent, ConfigStore } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { Debouncer } from '../xds/debounce.js';
-import { pushRequest, type PushRequest } from '../xds/push-request.js';
+import { Debouncer } from './debounce.js';
+import { pushRequest, type PushRequest } from './push-request.js';
 import { EndpointIndex } from './endpoint-index.js';
 import type { MeshSettings } from './mesh-settings.js';
 import { PushContext, type FeatureFlags } from './push-context.js';
-import type { RegistryEvent } from './registry.js';
+import type { RegistryEvent, ServiceRegistry } from './registry.js';
 import type { Endpoint } from './service.js';
-import type { AggregateRegistry } from '../registry/aggregate.js';
 
 export interface MeshModelOptions {
   readonly debounceAfterMs: number;
@@ -36,7 +35,7 @@ export class MeshModel {
 
   constructor(
     private readonly store: ConfigStore,
-    private readonly registry: AggregateRegistry,
+    private readonly registry: ServiceRegistry,
     private mesh: MeshSettings,
     private readonly opts: MeshModelOptions,
     private readonly metrics: Metrics,
@@ -94,7 +93,7 @@ export class MeshModel {
     const version = `${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}/${++this.versionCounter}`;
     const push = PushContext.build({ version, configs: this.store, services: this.registry.services(), mesh: this.mesh, features: this.opts.features });
     this.metrics.services.set(push.services.length);
-    const shadowed = this.registry.shadowedServices();
+    const shadowed = this.registry.shadowedServices?.() ?? [];
     this.metrics.duplicateClusters.set(shadowed.length);
     if (shadowed.length > 0) this.log.warn({ shadowed: shadowed.slice(0, 20), count: shadowed.length }, 'model: hosts defined by more than one registry; the first registry wins');
     this.metrics.virtualServices.set(push.virtualServiceCount);

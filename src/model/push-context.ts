@@ -1,5 +1,5 @@
 import type { ConfigObject, ConfigStore } from '../config/types.js';
-import type { DestinationRule, Gateway, HTTPRoute, Sidecar, VirtualService } from './config-kinds.js';
+import type { DestinationRule, Gateway, HTTPRoute, Sidecar, VirtualService } from '../config/spec-types.js';
 import { hostMatches, hostSpecificity, resolveHost, visibleTo } from './host.js';
 import type { MeshSettings } from './mesh-settings.js';
 import type { Proxy } from './proxy.js';

@@ -17,6 +17,11 @@ export interface ServiceRegistry {
   endpoints(service: Service): ReadonlyArray<Endpoint>;
   onEvent(handler: (event: RegistryEvent) => void): () => void;
   hasSynced(): boolean;
+  /**
+   * Services left out because another source defines the same host in the same namespace (an
+   * aggregate of registries reports them; a single registry has none).
+   */
+  shadowedServices?(): ReadonlyArray<string>;
   /** Start watching (no-op for static registries). */
   start?(): Promise<void>;
   stop?(): void;

@@ -1,5 +1,5 @@
 import type { ConfigEvent, ConfigObject, ConfigStore } from '../config/types.js';
-import type { ServiceEntry, WorkloadEntry } from '../model/config-kinds.js';
+import type { ServiceEntry, WorkloadEntry } from '../config/spec-types.js';
 import { resolveHost } from '../model/host.js';
 import { EventHub, type RegistryEvent, type ServiceRegistry } from '../model/registry.js';
 import { labelsMatch, parseLocality, parseProtocol, type Endpoint, type Resolution, type Service } from '../model/service.js';

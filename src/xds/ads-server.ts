@@ -17,7 +17,8 @@ import { Connection, changedResources, listVersion, newWatch, type ResponseWrite
 import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
 import { ByteBudget, Limiter } from './limiter.js';
 import { PushQueue } from './push-queue.js';
-import { affectedTypes, type PushRequest } from './push-request.js';
+import { affectedTypes } from './affected-types.js';
+import type { PushRequest } from '../model/push-request.js';
 import { intern, readSotwRequest, sameNames, type SotwRequest } from './request-intake.js';
 import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, shortType, type XdsTypeUrl } from './types.js';
 import { frameWriter } from './frame-writer.js';

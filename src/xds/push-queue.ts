@@ -1,4 +1,4 @@
-import { mergePushRequests, type PushRequest } from './push-request.js';
+import { mergePushRequests, type PushRequest } from '../model/push-request.js';
 
 /**
  * Per-connection push queue: a connection waits at most once; repeated requests for it merge. At most

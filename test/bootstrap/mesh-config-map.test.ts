@@ -20,8 +20,10 @@ import { TypeUrl } from '../../src/xds/types.js';
 import { decodeResource, tcpProxiesOf } from '../support/decode.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { startDaemon, type Daemon } from '../support/daemon.js';
-import { applyMeshCrds, configMap, createNamespace, deleteNamespace, kubeTestEnv, until, type KubeTestEnv } from '../kube/helpers.js';
-import { SotwStream, sidecarNode } from '../xds/ads-harness.js';
+import { applyMeshCrds, configMap, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
+import { SotwStream } from '../support/ads-client.js';
+import { sidecarNode } from '../xds/ads-harness.js';
+import { eventually } from '../support/eventually.js';
 
 const base = { domain: 'cluster.local', clusterId: 'Cluster' };
 
@@ -81,18 +83,18 @@ describe('MeshConfigMapSource', () => {
         mesh: 'outboundTrafficPolicy: { mode: REGISTRY_ONLY }\nconnectTimeout: 5s\n',
         meshNetworks: 'networks:\n  net1:\n    endpoints: [ { fromRegistry: Cluster } ]\n    gateways: [ { address: 192.0.2.10, port: 15443 } ]\n',
       });
-      await until('the ConfigMap settings', () => source.mesh.current().outboundTrafficPolicy === 'REGISTRY_ONLY', 15_000);
+      await eventually('the ConfigMap settings', () => source.mesh.current().outboundTrafficPolicy === 'REGISTRY_ONLY', { timeoutMs: 15_000 });
       expect(source.mesh.current().connectTimeoutMs).toBe(5000);
-      await until('the ConfigMap networks', () => source.networks.current().networks?.net1 !== undefined, 15_000);
+      await eventually('the ConfigMap networks', () => source.networks.current().networks?.net1 !== undefined, { timeoutMs: 15_000 });
       expect(source.networks.current().networks?.net1?.gateways).toEqual([{ address: '192.0.2.10', port: 15443 }]);
       const changes = seen.length;
 
       // an invalid field: named, reported, and the last good settings stay
       await putConfigMap('mesh', { mesh: 'outboundTrafficPolicy: { mode: SOMETIMES }\n', meshNetworks: 'networks:\n  net1:\n    gateways: [ { port: 15443 } ]\n' });
-      await until('the rejections', () => rejections.length >= 2, 15_000);
+      await eventually('the rejections', () => rejections.length >= 2, { timeoutMs: 15_000 });
       const meshRejection = rejections.find((r) => r.key === 'mesh');
       expect(meshRejection?.issues.map((i) => i.field)).toContain('outboundTrafficPolicy.mode');
-      expect(rejections.find((r) => r.key === 'meshNetworks')?.issues.map((i) => i.field)).toContain('networks.net1.gateways.0');
+      expect(rejections.find((r) => r.key === 'meshNetworks')?.issues.map((i) => i.field)).toContain('networks.net1.gateways[0]');
       const warning = lines.find((l) => l.includes('rejected') && l.includes(`ConfigMap ${ns}/mesh key mesh`));
       expect(warning).toContain('outboundTrafficPolicy.mode');
       expect(source.mesh.current().outboundTrafficPolicy).toBe('REGISTRY_ONLY');
@@ -101,17 +103,17 @@ describe('MeshConfigMapSource', () => {
 
       // invalid YAML
       await putConfigMap('mesh', { mesh: 'outboundTrafficPolicy: [unclosed\n' });
-      await until('the YAML rejection', () => rejections.some((r) => r.issues.some((i) => i.field === '(yaml)')), 15_000);
+      await eventually('the YAML rejection', () => rejections.some((r) => r.issues.some((i) => i.field === '(yaml)')), { timeoutMs: 15_000 });
       expect(source.mesh.current().connectTimeoutMs).toBe(5000);
 
       // a good edit after bad ones applies
       await putConfigMap('mesh', { mesh: 'connectTimeout: 7s\n' });
-      await until('the repaired settings', () => source.mesh.current().connectTimeoutMs === 7000, 15_000);
+      await eventually('the repaired settings', () => source.mesh.current().connectTimeoutMs === 7000, { timeoutMs: 15_000 });
       expect(source.mesh.current().outboundTrafficPolicy).toBe('ALLOW_ANY');
       expect(source.networks.current()).toEqual({ networks: {} }); // key removed → no networks
 
       await deleteConfigMap('mesh');
-      await until('the defaults after deletion', () => source.mesh.current().connectTimeoutMs === 10_000, 15_000);
+      await eventually('the defaults after deletion', () => source.mesh.current().connectTimeoutMs === 10_000, { timeoutMs: 15_000 });
     } finally {
       await source.stop();
     }
@@ -127,7 +129,7 @@ describe('MeshConfigMapSource', () => {
       expect(source.mesh.current().connectTimeoutMs).toBe(4000);
       await putConfigMap('mesh', { mesh: 'connectTimeout: 9s\n' });
       await putConfigMap('mesh-canary', { mesh: 'connectTimeout: 6s\n' });
-      await until('the canary edit', () => source.mesh.current().connectTimeoutMs === 6000, 15_000);
+      await eventually('the canary edit', () => source.mesh.current().connectTimeoutMs === 6000, { timeoutMs: 15_000 });
     } finally {
       await source.stop();
       await deleteConfigMap('mesh');
@@ -206,7 +208,7 @@ describe('a daemon with --registries Cluster', () => {
 
       const before = await daemon.metric('disc_total_rejected_configs', { type: 'MeshConfig' });
       await putConfigMap('mesh', { mesh: 'outboundTrafficPolicy: { mode: NEVER }\n' });
-      await until('the rejection to be counted', async () => (await daemon!.metric('disc_total_rejected_configs', { type: 'MeshConfig' })) === before + 1, 15_000);
+      await eventually('the rejection to be counted', async () => (await daemon!.metric('disc_total_rejected_configs', { type: 'MeshConfig' })) === before + 1, { timeoutMs: 15_000 });
       expect(daemon.logs()).toContain(`ConfigMap ${ns}/mesh key mesh rejected: outboundTrafficPolicy.mode`);
       // the refused edit changes nothing for the proxy (a response that still arrives, e.g. from
       // other cluster events of the shared plane, carries the same catch-all)

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { MeshConfigWatcher, parseMeshConfig } from '../../src/bootstrap/mesh-config.js';
-import { ConfigError } from '../../src/config/config-error.js';
+import { ConfigError } from '../../src/util/config-error.js';
 import type { MeshSettings } from '../../src/model/mesh-settings.js';
+import { eventually } from '../support/eventually.js';
 
 const base = { domain: 'cluster.local', clusterId: 'Cluster' };
 const log = pino({ level: 'silent' });
@@ -33,6 +34,18 @@ describe('mesh config file', () => {
     expect(() => parseMeshConfig('unknownField: 1\n', 'mesh.yaml')).toThrow(/mesh\.yaml/);
   });
 
+  it('words schema problems as config documents do, value included', () => {
+    expect(() => parseMeshConfig('outboundTrafficPolicy: { mode: SOMETIMES }\n', 'mesh.yaml')).toThrow(
+      'mesh.yaml: outboundTrafficPolicy.mode: string "SOMETIMES" is not one of REGISTRY_ONLY, ALLOW_ANY',
+    );
+    expect(() => parseMeshConfig('connectTimeout: 5\n', 'mesh.yaml')).toThrow('mesh.yaml: connectTimeout: expected string, got number 5');
+    expect(() => parseMeshConfig('unknownField: 1\n', 'mesh.yaml')).toThrow('mesh.yaml: unknownField: unknown field');
+  });
+
+  it('reads YAML as config documents are read (1.1: a bare yes is true)', () => {
+    expect(parseMeshConfig('enableTracing: yes\n', 'mesh.yaml').enableTracing).toBe(true);
+  });
+
   it('applies an edit, and keeps the last good settings when an edit is invalid', async () => {
     const path = join(dir, 'mesh.yaml');
     await writeFile(path, 'outboundTrafficPolicy: { mode: ALLOW_ANY }\nconnectTimeout: 5s\n');
@@ -42,7 +55,7 @@ describe('mesh config file', () => {
     w.onChange((m) => seen.push(m));
     try {
       await writeFile(path, 'outboundTrafficPolicy: { mode: REGISTRY_ONLY }\nconnectTimeout: 5s\n');
-      await waitFor(() => seen.length === 1, 5000);
+      await eventually('the edit to be applied', () => seen.length === 1, { timeoutMs: 5000 });
       expect(seen[0].outboundTrafficPolicy).toBe('REGISTRY_ONLY');
       await writeFile(path, 'outboundTrafficPolicy: { mode: NOPE }\n');
       await new Promise((r) => setTimeout(r, 2500));
@@ -52,11 +65,3 @@ describe('mesh config file', () => {
     }
   }, 15_000);
 });
-
-async function waitFor(cond: () => boolean, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

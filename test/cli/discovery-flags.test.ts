@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { ConfigError } from '../../src/config/config-error.js';
+import { ConfigError } from '../../src/util/config-error.js';
 import { parseDaemonEnv } from '../../src/config/daemon-env.js';
 import {
   DISCOVERY_FLAGS,

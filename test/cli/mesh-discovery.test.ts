@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { main } from '../../src/cli/mesh-discovery.js';
 import { CliError, boolValue, createCli, runCli } from '../../src/cli/runner.js';
-import { ConfigError } from '../../src/config/config-error.js';
+import { ConfigError } from '../../src/util/config-error.js';
 import { captureIO } from './capture.js';
 
 async function run(argv: string[], env: Record<string, string> = {}) {

@@ -5,7 +5,7 @@ import { FileConfigSource, type FileConfigSourceOptions } from '../../src/config
 import { MemoryConfigStore } from '../../src/config/store.js';
 import type { ConfigRejection } from '../../src/config/types.js';
 import type { DestinationRule } from '../../src/gen/config/schemas.js';
-import { waitFor } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 
 /** A change must be visible within this time (the target is ~200 ms; the margin absorbs slow CI machines). */
 const BOUND_MS = 1000;
@@ -106,25 +106,25 @@ describe('FileConfigSource', () => {
         h.store.onEvent((e) => events.push(`${e.type} ${e.object.meta.name}`));
 
         await writeFile(join(h.dir, 'new.yaml'), dr('n1', 'n.example.com'));
-        await waitFor('create', () => h.host('n1') === 'n.example.com', BOUND_MS);
+        await eventually('create', () => h.host('n1') === 'n.example.com', { timeoutMs: BOUND_MS });
 
         // Same length as before: only the content hash tells the versions apart.
         await writeFile(join(h.dir, 'a.yaml'), dr('a', 'v2.example.com'));
-        await waitFor('in-place edit', () => h.host('a') === 'v2.example.com', BOUND_MS);
+        await eventually('in-place edit', () => h.host('a') === 'v2.example.com', { timeoutMs: BOUND_MS });
 
         await atomicWrite(join(h.dir, 'a.yaml'), dr('a', 'v3.example.com'));
-        await waitFor('atomic rename', () => h.host('a') === 'v3.example.com', BOUND_MS);
+        await eventually('atomic rename', () => h.host('a') === 'v3.example.com', { timeoutMs: BOUND_MS });
 
         await mkdir(join(h.dir, 'sub'));
         await writeFile(join(h.dir, 'sub', 's.yaml'), dr('s', 's.example.com'));
-        await waitFor('file in a new directory', () => h.host('s') === 's.example.com', BOUND_MS);
+        await eventually('file in a new directory', () => h.host('s') === 's.example.com', { timeoutMs: BOUND_MS });
 
         await rename(join(h.dir, 'new.yaml'), join(h.dir, 'renamed.yaml'));
-        await waitFor('rename', () => h.store.get('DestinationRule', 'default', 'n1')?.meta.origin === 'renamed.yaml#0', BOUND_MS);
+        await eventually('rename', () => h.store.get('DestinationRule', 'default', 'n1')?.meta.origin === 'renamed.yaml#0', { timeoutMs: BOUND_MS });
 
         await rm(join(h.dir, 'renamed.yaml'));
         await rm(join(h.dir, 'sub'), { recursive: true });
-        await waitFor('delete', () => h.host('n1') === undefined && h.host('s') === undefined, BOUND_MS);
+        await eventually('delete', () => h.host('n1') === undefined && h.host('s') === undefined, { timeoutMs: BOUND_MS });
 
         expect(h.names()).toEqual(['a']);
         expect(events).toContain('update a');
@@ -138,7 +138,9 @@ describe('FileConfigSource', () => {
         const h = await setup({}, options);
         await h.source.start();
         await writeFile(join(h.dir, 'fast.yaml'), dr('fast', 'f'));
-        const took = await waitFor('create', () => h.host('fast') === 'f', BOUND_MS);
+        const started = Date.now();
+        await eventually('create', () => h.host('fast') === 'f', { timeoutMs: BOUND_MS, intervalMs: 5 });
+        const took = Date.now() - started;
         expect(took).toBeLessThan(mode === 'watch' ? 300 : 400);
       });
     });
@@ -150,7 +152,7 @@ describe('FileConfigSource', () => {
 
     // a1 becomes invalid, a2 changes: a2's new version loads, a1's old one stays.
     await atomicWrite(join(h.dir, 'a.yaml'), `${dr('a1', 'a1.example.com', '  subsets: [{name: V1}]\n')}---\n${dr('a2', 'a2-new.example.com')}`);
-    await waitFor('valid sibling update', () => h.host('a2') === 'a2-new.example.com', BOUND_MS);
+    await eventually('valid sibling update', () => h.host('a2') === 'a2-new.example.com', { timeoutMs: BOUND_MS });
     expect(h.host('a1')).toBe('a1.example.com');
     expect(h.rejections).toHaveLength(1);
     expect(h.rejections[0]).toMatchObject({ origin: 'a.yaml#0', kind: 'DestinationRule', name: 'a1', namespace: 'default' });
@@ -159,30 +161,30 @@ describe('FileConfigSource', () => {
 
     // The whole file turns into garbage: everything it defined stays; b is untouched.
     await atomicWrite(join(h.dir, 'a.yaml'), 'apiVersion: [unclosed\n  : :\n');
-    await waitFor('rejection of the broken file', () => h.rejections.length === 2, BOUND_MS);
+    await eventually('rejection of the broken file', () => h.rejections.length === 2, { timeoutMs: BOUND_MS });
     expect(h.rejections[1].issues[0].message).toMatch(/^YAML: /);
     expect(h.names()).toEqual(['a1', 'a2', 'b']);
     expect(h.host('a2')).toBe('a2-new.example.com');
 
     // Fixed again, without a1: now a1 goes away.
     await atomicWrite(join(h.dir, 'a.yaml'), dr('a2', 'a2-fixed.example.com'));
-    await waitFor('fixed file', () => h.host('a2') === 'a2-fixed.example.com', BOUND_MS);
+    await eventually('fixed file', () => h.host('a2') === 'a2-fixed.example.com', { timeoutMs: BOUND_MS });
     expect(h.names()).toEqual(['a2', 'b']);
 
     await rm(join(h.dir, 'a.yaml'));
-    await waitFor('delete', () => h.names().join() === 'b', BOUND_MS);
+    await eventually('delete', () => h.names().join() === 'b', { timeoutMs: BOUND_MS });
   });
 
   it('reports a duplicate across files and lets the second take over when the first goes', async () => {
     const h = await setup({ 'a.yaml': dr('same', 'from-a') });
     await h.source.start();
     await writeFile(join(h.dir, 'b.yaml'), dr('same', 'from-b'));
-    await waitFor('duplicate rejection', () => h.rejections.length === 1, BOUND_MS);
+    await eventually('duplicate rejection', () => h.rejections.length === 1, { timeoutMs: BOUND_MS });
     expect(h.rejections[0].origin).toBe('b.yaml#0');
     expect(h.rejections[0].issues[0].message).toMatch(/already defined by a\.yaml#0/);
     expect(h.host('same')).toBe('from-a');
     await rm(join(h.dir, 'a.yaml'));
-    await waitFor('take-over', () => h.host('same') === 'from-b', BOUND_MS);
+    await eventually('take-over', () => h.host('same') === 'from-b', { timeoutMs: BOUND_MS });
   });
 
   it('does not re-apply a file whose content did not change', async () => {

@@ -1,6 +1,6 @@
 /** Shared helpers of the config tests. */
 import { KINDS, type ConfigKindName, type ConfigKindSpecs } from '../../src/config/kinds.js';
-import { formatSchemaIssue } from '../../src/config/parse.js';
+import { formatSchemaIssue } from '../../src/config/validation/schema-issues.js';
 import type { ConfigIssue } from '../../src/config/validation/common.js';
 
 /** Schema issues (formatted like rejections) or, when the schema passes, the semantic issues. */
@@ -19,13 +19,4 @@ export function expectIssue(issues: ReadonlyArray<ConfigIssue>, path: string, fr
     throw new Error(`expected an issue at ${path} containing "${fragment}", got:\n${issues.map((i) => `  ${i.path}: ${i.message}`).join('\n') || '  (none)'}`);
   }
   return hit;
-}
-
-export async function waitFor(what: string, check: () => boolean, timeoutMs = 2000): Promise<number> {
-  const started = Date.now();
-  while (!check()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return Date.now() - started;
 }

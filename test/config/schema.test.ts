@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { DURATION_PATTERN, durationMs, isDuration } from '../../src/config/duration.js';
+import { DURATION_PATTERN, durationMs, isDuration } from '../../src/util/config-duration.js';
 import { KINDS } from '../../src/config/kinds.js';
 import { expectIssue, issuesOf } from './helpers.js';
 

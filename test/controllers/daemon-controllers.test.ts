@@ -13,8 +13,9 @@ import { DEFAULT_MESH_SETTINGS } from '../../src/model/mesh-settings.js';
 import { parseProxy } from '../../src/model/proxy.js';
 import { reportName } from '../../src/controllers/config-status/distribution-reports.js';
 import { deleteNamespace } from '../kube/helpers.js';
-import { API_VERSION, condition, eventually, meshTestEnv, watchedStore, type StatusObject } from './kube-env.js';
+import { API_VERSION, condition, meshTestEnv, watchedStore, type StatusObject } from './kube-env.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
+import { eventually } from '../support/eventually.js';
 
 let client: KubeClient;
 let ns: string;
@@ -60,12 +61,12 @@ test('with DISC_ENABLE_STATUS the leader writes distribution status, proxies reg
   await client.create({ apiVersion: API_VERSION, kind: 'WorkloadGroup', metadata: { name: 'vms', namespace: ns }, spec: { template: { serviceAccount: 'vm' } } });
   await c.start();
   try {
-    await eventually('leading with both duties', () => c.leadership.isLeader() && c.leadership.runningDuties().join(',') === 'status,wle-cleanup');
+    await eventually('leading with both duties', () => c.leadership.isLeader() && c.leadership.runningDuties().join(',') === 'status,wle-cleanup', { timeoutMs: 20_000, retryErrors: true });
     const message = async (text: string) =>
       eventually(`"${text}"`, async () => {
         const o = await client.get<StatusObject>({ apiVersion: API_VERSION, kind: 'VirtualService', namespace: ns, name: 'route' });
         return condition(o, 'Reconciled')?.message === text ? o : undefined;
-      });
+      }, { timeoutMs: 20_000, retryErrors: true });
     await message('0/0 proxies up to date');
 
     // What the xDS server does: a snapshot is served and acknowledged; a proxy of a group connects.
@@ -78,7 +79,7 @@ test('with DISC_ENABLE_STATUS the leader writes distribution status, proxies reg
     expect(entry?.metadata?.annotations?.['mesh.io/workloadController']).toBe('meshd-test-0');
     expect((await metrics.autoRegistrationSuccess.get()).values[0]?.value).toBe(1);
     // The report other leaders would read is published.
-    await eventually('the distribution report', async () => (await client.find({ apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: reportName('meshd-test-0') })) !== undefined);
+    await eventually('the distribution report', async () => (await client.find({ apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: reportName('meshd-test-0') })) !== undefined, { timeoutMs: 20_000, retryErrors: true });
     await c.workloadEntries?.disconnected(vm);
   } finally {
     await c.stop();

@@ -38,23 +38,6 @@ export async function watchedStore(client: KubeClient, namespace: string): Promi
   return { store, source };
 }
 
-/** Polls `probe` (every 150 ms) until it returns something truthy; the error names `what` and the last value seen. */
-export async function eventually<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value) return value;
-      last = value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
-
 export interface Condition {
   type: string;
   status: string;

@@ -17,10 +17,12 @@ import { createMetrics } from '../../src/metrics/metrics.js';
 import type { Endpoint, Service } from '../../src/model/service.js';
 import { AggregateRegistry } from '../../src/registry/aggregate.js';
 import { RemoteClusterController } from '../../src/controllers/remote-clusters/controller.js';
-import { freePort, metricValue } from '../support/daemon.js';
+import { freePort } from '../support/daemon.js';
+import { metricValue } from '../support/metrics-text.js';
 import { applyServiceExportCrd } from '../support/service-export-crd.js';
 import { kubeconfigFor, REMOTE_APISERVER_START_TIMEOUT_MS, REMOTE_APISERVER_STOP_TIMEOUT_MS, startRemoteApiServer, type RemoteApiServer } from '../support/remote-apiserver.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, uniqueName, until, type KubeTestEnv } from '../kube/helpers.js';
+import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, uniqueName, type KubeTestEnv } from '../kube/helpers.js';
+import { eventually } from '../support/eventually.js';
 
 const LOCAL = 'local-c';
 const REMOTE = 'remote-c';
@@ -187,11 +189,11 @@ describe('remote clusters in the registry', () => {
 
     // An endpoint change in the remote cluster reaches the merged service.
     await setSlice(remoteClient, 'echo', [{ name: 'http', port: 8080 }, { name: 'grpc', port: 9090 }], ['198.18.80.1']);
-    await until('the remote endpoint change', () => described(aggregate.endpoints(echo()!)).length === 2, 20_000);
+    await eventually('the remote endpoint change', () => described(aggregate.endpoints(echo()!)).length === 2, { timeoutMs: 20_000 });
     expect(described(aggregate.endpoints(echo()!))).toEqual([`${LOCAL} 198.18.70.1:8080`, `${REMOTE} 198.18.80.1:8080`]);
 
     await deleteSecret(secrets, 'remote-one');
-    await until('the remote cluster to leave', () => !aggregate.services().some((s) => s.hostname === host('only-remote')), 20_000);
+    await eventually('the remote cluster to leave', () => !aggregate.services().some((s) => s.hostname === host('only-remote')), { timeoutMs: 20_000 });
     expect(described(aggregate.endpoints(echo()!))).toEqual([`${LOCAL} 198.18.70.1:8080`]);
     expect(controller.clusters()).toEqual([]);
     expect(metricValue(await metrics.registry.metrics(), 'meshd_managed_clusters')).toBe(1);
@@ -217,12 +219,12 @@ describe('remote clusters in the registry', () => {
     expect(await errors()).toBe(counted);
     expect(log).toContain(`secret ${secrets}/mixed key ${LOCAL}: ignored, it is this daemon's own cluster`);
     expect(controller.clusters().map((c) => c.clusterId)).toEqual([REMOTE]);
-    await until('the remote endpoints', () => described(aggregate.endpoints(echo()!)).length === 3, 20_000);
+    await eventually('the remote endpoints', () => described(aggregate.endpoints(echo()!)).length === 3, { timeoutMs: 20_000 });
 
     // The kubeconfig of a key changes: the cluster restarts with it (here: the same server, under another name).
     await putSecret(secrets, 'mixed', { broken: 'clusters: [', [REMOTE]: kubeconfigFor(remote!.server, remote!.creds, 'renamed') });
-    await until('the restarted cluster', () => captured.text().includes(`remote cluster ${REMOTE}: kubeconfig changed`), 20_000);
-    await until('the restarted cluster to sync', () => controller!.clusters()[0]?.synced === true, 30_000);
+    await eventually('the restarted cluster', () => captured.text().includes(`remote cluster ${REMOTE}: kubeconfig changed`), { timeoutMs: 20_000 });
+    await eventually('the restarted cluster to sync', () => controller!.clusters()[0]?.synced === true, { timeoutMs: 30_000 });
     expect(described(aggregate.endpoints(echo()!))).toHaveLength(3);
     await controller.stop();
     controller = undefined;
@@ -266,7 +268,7 @@ describe('remote clusters in the registry', () => {
     expect(controller.clusters().map((c) => c.synced)).toEqual([true]);
 
     await deleteSecret(secrets, 'flaky');
-    await until('the failure to be retried and the cluster to leave', () => controller!.clusters().length === 0, 20_000);
+    await eventually('the failure to be retried and the cluster to leave', () => controller!.clusters().length === 0, { timeoutMs: 20_000 });
     expect(failedStops).toBe(1);
     expect(await errors()).toBe(before + 1);
     expect(captured.text()).toContain(`remote-clusters: secret ${secrets}/flaky: injected: stopping the remote cluster failed (retry 1 in`);
@@ -347,14 +349,14 @@ describe('remote clusters: workload entries, MCS exports and headless services',
 
     const exportRef = { apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ServiceExport', namespace: ns, name: 'echo' };
     await remoteClient.applyObject({ apiVersion: exportRef.apiVersion, kind: exportRef.kind, metadata: { name: 'echo', namespace: ns } }, FM);
-    await until('the exported endpoints', () => endpointsOf(aggregate, 'echo').length === 3, 20_000);
+    await eventually('the exported endpoints', () => endpointsOf(aggregate, 'echo').length === 3, { timeoutMs: 20_000 });
     expect(endpointsOf(aggregate, 'echo')).toEqual([`${LOCAL} 198.18.70.1:8080`, `${REMOTE} 198.18.80.1:8080`, `${REMOTE} 198.18.80.2:8080`]);
     expect(events).toContain(host('echo'));
     // Not exported: the remote-only service has no visible endpoints.
     expect(endpointsOf(aggregate, 'only-remote')).toEqual([]);
 
     await remoteClient.delete(exportRef);
-    await until('the export to be withdrawn', () => endpointsOf(aggregate, 'echo').length === 1, 20_000);
+    await eventually('the export to be withdrawn', () => endpointsOf(aggregate, 'echo').length === 1, { timeoutMs: 20_000 });
   }, 60_000);
 
   it('takes other clusters’ endpoints of a headless service only with ENABLE_MULTICLUSTER_HEADLESS and on the same network', async () => {
@@ -365,7 +367,7 @@ describe('remote clusters: workload entries, MCS exports and headless services',
 
     // The remote namespace moves to another network: its endpoints are left out.
     await remoteClient.mergePatch({ apiVersion: 'v1', kind: 'Namespace', name: ns }, { metadata: { labels: { 'topology.mesh.io/network': 'network-2' } } });
-    await until('the remote endpoint to leave', () => endpointsOf(multi, 'hl').length === 1, 20_000);
+    await eventually('the remote endpoint to leave', () => endpointsOf(multi, 'hl').length === 1, { timeoutMs: 20_000 });
     expect(endpointsOf(multi, 'hl')).toEqual([`${LOCAL} 198.18.70.5:5000`]);
     await remoteClient.mergePatch({ apiVersion: 'v1', kind: 'Namespace', name: ns }, { metadata: { labels: { 'topology.mesh.io/network': null } } });
   }, 60_000);
@@ -419,9 +421,9 @@ describe('remote clusters in the daemon', () => {
     expect(metricValue(await daemon.metrics.registry.metrics(), 'meshd_managed_clusters')).toBe(2);
 
     await deleteSecret(secrets, 'remote-one');
-    await until('the remote endpoints to leave /debug/endpointz', async () => (await endpointz(daemon!, host('echo'))).length === 1, 20_000);
+    await eventually('the remote endpoints to leave /debug/endpointz', async () => (await endpointz(daemon!, host('echo'))).length === 1, { timeoutMs: 20_000 });
     expect(await endpointz(daemon, host('echo'))).toEqual([`${LOCAL} 198.18.70.1:8080`]);
-    await until('the remote-only service to leave', async () => (await endpointz(daemon!, host('only-remote'))).length === 0, 20_000);
+    await eventually('the remote-only service to leave', async () => (await endpointz(daemon!, host('only-remote'))).length === 0, { timeoutMs: 20_000 });
   }, 90_000);
 
   it('becomes ready after DISC_REMOTE_CLUSTER_TIMEOUT when a remote cluster cannot be reached', async () => {

@@ -11,7 +11,8 @@ import type { KubeObject } from '../../src/kube/types.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { startDaemon, type Daemon } from '../support/daemon.js';
 import { applyServiceExportCrd } from '../support/service-export-crd.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, until, type KubeTestEnv } from '../kube/helpers.js';
+import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
+import { eventually } from '../support/eventually.js';
 
 let env: KubeTestEnv;
 let ns: string;
@@ -85,7 +86,7 @@ describe('ServiceExportController', () => {
     const abort = new AbortController();
     const running = controller.run(abort.signal);
     try {
-      const exported = await until('the web export', () => env.client.find<KubeObject>(exportRef('web')), 20_000);
+      const exported = await eventually('the web export', () => env.client.find<KubeObject>(exportRef('web')), { timeoutMs: 20_000 });
       expect(exported.metadata?.ownerReferences).toEqual([expect.objectContaining({ apiVersion: 'v1', kind: 'Service', name: 'web', uid: web.metadata?.uid })]);
       expect(exported.metadata?.labels?.[AUTO_EXPORT_LABEL]).toBe('true');
       await new Promise((r) => setTimeout(r, 500));
@@ -94,18 +95,18 @@ describe('ServiceExportController', () => {
       // web becomes cluster-local: its export goes; the hand-made export of a cluster-local service stays
       clusterLocal = [`*.${ns}.svc.cluster.local`];
       for (const l of listeners) l();
-      await until('the web export to go', async () => (await env.client.find(exportRef('web'))) === undefined, 20_000);
+      await eventually('the web export to go', async () => (await env.client.find(exportRef('web'))) === undefined, { timeoutMs: 20_000 });
       expect(await env.client.find(exportRef('manual'))).toBeDefined();
 
       // no longer cluster-local: exported again
       clusterLocal = [];
       for (const l of listeners) l();
-      await until('db to be exported', () => env.client.find(exportRef('db')), 20_000);
-      await until('web to be exported again', () => env.client.find(exportRef('web')), 20_000);
+      await eventually('db to be exported', () => env.client.find(exportRef('db')), { timeoutMs: 20_000 });
+      await eventually('web to be exported again', () => env.client.find(exportRef('web')), { timeoutMs: 20_000 });
 
       // deleting the Service takes its export with it (owner reference, garbage collector)
       await env.client.delete({ apiVersion: 'v1', kind: 'Service', namespace: ns, name: 'web' });
-      await until('the export of the deleted Service to go', async () => (await env.client.find(exportRef('web'))) === undefined, 60_000);
+      await eventually('the export of the deleted Service to go', async () => (await env.client.find(exportRef('web'))) === undefined, { timeoutMs: 60_000 });
     } finally {
       abort.abort();
       await running;
@@ -130,14 +131,14 @@ describe('a daemon with ENABLE_MCS_HOST and ENABLE_MCS_AUTOEXPORT', () => {
     const alias = `echo.${ns}.svc.clusterset.local`;
     type Eps = Array<{ hostname: string; endpoints: Array<{ address: string }> }>;
     let last: Eps = [];
-    const eps = await until(
+    const eps = await eventually(
       'the alias in endpointz',
       async () => {
         last = (await daemon!.debug('endpointz')) as Eps;
         const a = last.find((s) => s.hostname === alias);
         return a && a.endpoints.length > 0 ? last : undefined;
       },
-      20_000,
+      { timeoutMs: 20_000 },
     ).catch((err: unknown) => {
       throw new Error(`${String(err)}; endpointz of ${ns}: ${JSON.stringify(last.filter((s) => s.hostname.includes(ns)))}\n${daemon?.logs().slice(-3000)}`);
     });
@@ -146,7 +147,7 @@ describe('a daemon with ENABLE_MCS_HOST and ENABLE_MCS_AUTOEXPORT', () => {
     const services = (await daemon.debug('registryz')) as Array<{ hostname: string; ports: Array<{ port: number }>; addresses: string[] }>;
     expect(services.find((s) => s.hostname === alias)?.ports.map((p) => p.port)).toEqual([8080]);
 
-    const exported = await until('the daemon to export echo', () => env.client.find<KubeObject>(exportRef('echo')), 30_000);
+    const exported = await eventually('the daemon to export echo', () => env.client.find<KubeObject>(exportRef('echo')), { timeoutMs: 30_000 });
     expect(exported.metadata?.ownerReferences?.[0]?.name).toBe('echo');
   }, 120_000);
 });

@@ -12,8 +12,9 @@ import type { KubeObject } from '../../src/kube/types.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { parseProxy, type Proxy } from '../../src/model/proxy.js';
 import { deleteNamespace } from '../kube/helpers.js';
-import { API_VERSION, condition, eventually, meshTestEnv, type StatusObject } from './kube-env.js';
+import { API_VERSION, condition, meshTestEnv, type StatusObject } from './kube-env.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
+import { eventually } from '../support/eventually.js';
 
 const GRACE_MS = 1200;
 
@@ -159,7 +160,7 @@ describe('workload entry auto-registration', () => {
     expect(await count(counters.errors)).toBeGreaterThan(errors);
     expect(await find('late-10.9.1.1')).toBeUndefined();
     await client.create({ apiVersion: API_VERSION, kind: 'WorkloadGroup', metadata: { name: 'late', namespace: ns }, spec: { template: { serviceAccount: 'late-sa' } } });
-    const e = await eventually('the entry registered by a retry', async () => find('late-10.9.1.1'), 10_000);
+    const e = await eventually('the entry registered by a retry', async () => find('late-10.9.1.1'), { timeoutMs: 10_000, retryErrors: true });
     expect(e.spec?.serviceAccount).toBe('late-sa');
     expect(annotations(e)[WORKLOAD_CONTROLLER]).toBe('meshd-a');
     await wle.disconnected(late);
@@ -177,7 +178,7 @@ describe('workload entry auto-registration', () => {
     const deletes = await count(counters.deletes);
     const stop = runCleanup(wle);
     try {
-      await eventually('the entry deleted', async () => (await find('vms-10.9.0.3')) === undefined, 10_000);
+      await eventually('the entry deleted', async () => (await find('vms-10.9.0.3')) === undefined, { timeoutMs: 10_000, retryErrors: true });
       expect(Date.now() - disconnectedAt).toBeGreaterThanOrEqual(GRACE_MS);
     } finally {
       await stop();
@@ -204,7 +205,7 @@ describe('workload entry auto-registration', () => {
 
     const stop = runCleanup(after);
     try {
-      await eventually('the entry of the workload that did not come back deleted', async () => (await find('vms-10.9.0.5')) === undefined, 10_000);
+      await eventually('the entry of the workload that did not come back deleted', async () => (await find('vms-10.9.0.5')) === undefined, { timeoutMs: 10_000, retryErrors: true });
       expect(annotations(await find('vms-10.9.0.4'))[DISCONNECTED_AT]).toBeUndefined();
     } finally {
       await stop();
@@ -243,10 +244,10 @@ describe('workload entry auto-registration', () => {
       const marked = await eventually('the entry of the vanished daemon marked', async () => {
         const e = await find('vms-10.9.0.7');
         return annotations(e)[DISCONNECTED_AT] ? e : undefined;
-      });
+      }, { timeoutMs: 20_000, retryErrors: true });
       expect(annotations(marked)[WORKLOAD_CONTROLLER]).toBe('meshd-vanished');
       expect(await count(counters.unregister)).toBeGreaterThan(unregistered);
-      await eventually('the entry of the vanished daemon deleted', async () => (await find('vms-10.9.0.7')) === undefined, 10_000);
+      await eventually('the entry of the vanished daemon deleted', async () => (await find('vms-10.9.0.7')) === undefined, { timeoutMs: 10_000, retryErrors: true });
       // ...while meshd-first's pod exists: its entry stays as it is.
       expect(annotations(await find('vms-10.9.0.6'))).toMatchObject({ [WORKLOAD_CONTROLLER]: 'meshd-first' });
       expect(annotations(await find('vms-10.9.0.6'))[DISCONNECTED_AT]).toBeUndefined();

@@ -4,6 +4,8 @@
  * of documents against a schema. Both are deliberately independent of scripts/gen-crds.mjs.
  */
 
+import { isRecord } from '../../src/util/record.js';
+
 /** The OpenAPI v3 keywords a CRD schema may carry (plus the ones the checker must refuse). */
 export interface Schema {
   description?: string;
@@ -50,9 +52,6 @@ const KNOWN_KEYWORDS = new Set([
 /** Regular-expression syntax that JavaScript has and RE2 (the API server's engine) has not. */
 const NOT_RE2 = /\(\?<?[=!]|\\[1-9]|\\k</;
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Whether a schema node (typed, but read from a file) really is an object. Not a type guard on purpose. */
 function isSchemaObject(v: unknown): boolean {

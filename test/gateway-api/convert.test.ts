@@ -7,7 +7,7 @@ import { convertGatewayApi, intersectHostnames, normalizeWeights, type Conversio
 import type { GatewayObject, HTTPRouteObject, L4RouteObject, GRPCRouteObject, ReferenceGrantObject, ListenerSpec } from '../../src/config/gateway-api/types.js';
 import { kindByName } from '../../src/config/kinds.js';
 import type { ConfigObject } from '../../src/config/types.js';
-import type { Gateway, VirtualService } from '../../src/model/config-kinds.js';
+import type { Gateway, VirtualService } from '../../src/config/spec-types.js';
 
 const CLASS = { metadata: { name: 'mesh' }, spec: { controllerName: 'mesh.io/gateway-controller' } };
 const OTHER_CLASS = { metadata: { name: 'other' }, spec: { controllerName: 'example.com/other' } };

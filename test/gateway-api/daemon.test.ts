@@ -7,10 +7,13 @@
 import { Listener } from '../../src/gen/envoy/config/listener/v3/listener.js';
 import { RouteConfiguration } from '../../src/gen/envoy/config/route/v3/route.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { AdsStream, grpcNode, TYPE } from '../../e2e/support/ads-client.js';
+import { xdsClientNode } from '../../e2e/support/xds-client.js';
+import { TypeUrl } from '../../src/xds/types.js';
+import { SotwStream } from '../support/ads-client.js';
 import { hcmOf } from '../support/decode.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, until, type KubeTestEnv } from '../kube/helpers.js';
+import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
 import { installGatewayApiCrds, removeGatewayApiCrds, startClusterDaemon, type TestDaemon } from './support.js';
+import { eventually } from '../support/eventually.js';
 
 const GW_API = 'gateway.networking.k8s.io/v1';
 
@@ -18,7 +21,7 @@ let env: KubeTestEnv;
 let ns: string;
 let className: string;
 let daemon: TestDaemon | undefined;
-let stream: AdsStream | undefined;
+let stream: SotwStream | undefined;
 
 interface Cond {
   type: string;
@@ -52,8 +55,8 @@ function httpRoute(backends: Array<{ name: string; weight: number }>): KubeObjec
   };
 }
 
-function routerNode(): ReturnType<typeof grpcNode> {
-  return grpcNode(`router~10.0.0.9~gw-pod.${ns}~${ns}.svc.cluster.local`, {
+function routerNode(): ReturnType<typeof xdsClientNode> {
+  return xdsClientNode(`router~10.0.0.9~gw-pod.${ns}~${ns}.svc.cluster.local`, {
     GENERATOR: 'envoy',
     NAMESPACE: ns,
     LABELS: { 'gateway.networking.k8s.io/gateway-name': 'edge' },
@@ -63,19 +66,19 @@ function routerNode(): ReturnType<typeof grpcNode> {
 /** LDS (wildcard) for the router proxy: the listeners it gets. */
 async function routerListeners(d: TestDaemon): Promise<Listener[]> {
   stream?.close();
-  stream = AdsStream.open(`127.0.0.1:${d.daemon.grpcPort}`);
-  stream.send({ node: routerNode(), typeUrl: TYPE.Listener, resourceNames: [] });
-  const lds = await stream.next((r) => r.typeUrl === TYPE.Listener, 10_000);
-  stream.send({ typeUrl: TYPE.Listener, resourceNames: [], versionInfo: lds.versionInfo, responseNonce: lds.nonce });
+  stream = SotwStream.open(`127.0.0.1:${d.daemon.grpcPort}`);
+  stream.sendRequest({ node: routerNode(), typeUrl: TypeUrl.Listener, resourceNames: [] });
+  const lds = await stream.nextMatching((r) => r.typeUrl === TypeUrl.Listener, 10_000);
+  stream.sendRequest({ typeUrl: TypeUrl.Listener, resourceNames: [], versionInfo: lds.versionInfo, responseNonce: lds.nonce });
   return lds.resources.map((a) => Listener.decode(a.value));
 }
 
 async function routeConfig(name: string): Promise<RouteConfiguration> {
   const s = stream!;
   const mark = s.responses.length;
-  s.send({ typeUrl: TYPE.Route, resourceNames: [name] });
-  const rds = await s.next((r) => r.typeUrl === TYPE.Route, 10_000, mark);
-  s.send({ typeUrl: TYPE.Route, resourceNames: [name], versionInfo: rds.versionInfo, responseNonce: rds.nonce });
+  s.sendRequest({ typeUrl: TypeUrl.Route, resourceNames: [name] });
+  const rds = await s.nextMatching((r) => r.typeUrl === TypeUrl.Route, 10_000, mark);
+  s.sendRequest({ typeUrl: TypeUrl.Route, resourceNames: [name], versionInfo: rds.versionInfo, responseNonce: rds.nonce });
   return RouteConfiguration.decode(rds.resources[0].value);
 }
 
@@ -134,13 +137,13 @@ describe('gateway-api in the daemon', () => {
       [`outbound|80||web-v2.${ns}.svc.cluster.local`, 20],
     ]);
 
-    const gw = await until(
+    const gw = await eventually(
       'the Gateway status',
       async () => {
         const g = await env.client.get<GatewayState>({ apiVersion: GW_API, kind: 'Gateway', namespace: ns, name: 'edge' });
         return g.status?.conditions?.some((c) => c.type === 'Programmed') && g.status.listeners?.length ? g : undefined;
       },
-      30_000,
+      { timeoutMs: 30_000 },
     );
     expect(gw.status!.conditions!.map((c) => [c.type, c.status, c.observedGeneration])).toEqual([
       ['Accepted', 'True', 1],
@@ -149,10 +152,10 @@ describe('gateway-api in the daemon', () => {
     expect(gw.status!.conditions![0].lastTransitionTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     expect(gw.status!.listeners!.map((l) => [l.name, l.attachedRoutes])).toEqual([['http', 1]]);
 
-    const route = await until(
+    const route = await eventually(
       'the HTTPRoute status',
       async () => (await env.client.get<RouteState>({ apiVersion: GW_API, kind: 'HTTPRoute', namespace: ns, name: 'shop' })).status?.parents?.[0],
-      30_000,
+      { timeoutMs: 30_000 },
     );
     expect(route.controllerName).toBe('mesh.io/gateway-controller');
     expect(route.parentRef.name).toBe('edge');
@@ -160,22 +163,22 @@ describe('gateway-api in the daemon', () => {
       ['Accepted', 'True', 'Accepted', 1],
       ['ResolvedRefs', 'True', 'ResolvedRefs', 1],
     ]);
-    const gc = await until(
+    const gc = await eventually(
       'the GatewayClass status',
       async () => (await env.client.get<GatewayState>({ apiVersion: GW_API, kind: 'GatewayClass', name: className })).status?.conditions?.find((c) => c.type === 'Accepted'),
-      30_000,
+      { timeoutMs: 30_000 },
     );
     expect(gc.status).toBe('True');
 
     // A backend that does not exist: the route stays, its status says why, the router loses that cluster.
     await env.client.applyObject(httpRoute([{ name: 'web-v1', weight: 1 }, { name: 'missing', weight: 1 }]), { fieldManager: 'mesh-tests', force: true });
-    const broken = await until(
+    const broken = await eventually(
       'ResolvedRefs=False on the HTTPRoute',
       async () => {
         const p = (await env.client.get<RouteState>({ apiVersion: GW_API, kind: 'HTTPRoute', namespace: ns, name: 'shop' })).status?.parents?.[0];
         return p?.conditions.find((c) => c.type === 'ResolvedRefs' && c.status === 'False' && c.observedGeneration === 2);
       },
-      30_000,
+      { timeoutMs: 30_000 },
     );
     expect(broken.reason).toBe('BackendNotFound');
     expect(broken.message).toContain(`Service ${ns}/missing not found`);

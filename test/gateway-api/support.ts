@@ -13,7 +13,7 @@ import { daemonConfigFrom } from '../../src/bootstrap/from-options.js';
 import { startDaemon, type RunningDaemon } from '../../src/bootstrap/daemon.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { until } from '../kube/helpers.js';
+import { eventually } from '../support/eventually.js';
 
 const GROUP = 'gateway.networking.k8s.io';
 
@@ -71,20 +71,20 @@ const crdRef = (s: CrdShape): { apiVersion: string; kind: string; name: string }
 /** Installs the test CRDs and waits until the API server serves them. */
 export async function installGatewayApiCrds(client: KubeClient): Promise<void> {
   await Promise.all(SHAPES.map((s) => client.applyObject(crd(s), { fieldManager: 'mesh-tests', force: true })));
-  await until(
+  await eventually(
     'the gateway-api test CRDs to be established',
     async () => {
       const states = await Promise.all(SHAPES.map((s) => client.get<CrdState>(crdRef(s))));
       return states.every((c) => c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True'));
     },
-    60_000,
+    { timeoutMs: 60_000 },
   );
 }
 
 /** Removes the test CRDs (and with them every gateway-api object) and waits until they are gone. */
 export async function removeGatewayApiCrds(client: KubeClient): Promise<void> {
   await Promise.all(SHAPES.map((s) => client.delete(crdRef(s)).catch(() => undefined)));
-  await until('the gateway-api test CRDs to be gone', async () => (await Promise.all(SHAPES.map((s) => client.find(crdRef(s))))).every((c) => c === undefined), 90_000);
+  await eventually('the gateway-api test CRDs to be gone', async () => (await Promise.all(SHAPES.map((s) => client.find(crdRef(s))))).every((c) => c === undefined), { timeoutMs: 90_000 });
 }
 
 export interface TestDaemon {

@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { directEcho } from '../../e2e/support/backend.js';
 import { apply, createNamespace, deleteNamespace, deployment, readyAddresses, scale } from '../../e2e/support/kube.js';
 import { PLAYED_CONDITION, playPods, type PodPlayer } from '../../e2e/support/pod-player.js';
-import { pollUntil } from '../../e2e/support/wait.js';
+import { eventually } from '../support/eventually.js';
 import { ensureCluster, kubeRequest, podNetwork, readKubeconfig, restartNodeSimulator, type KubeconfigCredentials } from '../support/cluster.js';
 import { listNamespaces } from '../support/netns.js';
 
@@ -32,13 +32,14 @@ async function pods(selector: string): Promise<Pod[]> {
 }
 
 async function addressesOf(selector: string, count: number): Promise<Map<string, string>> {
-  return pollUntil(
+  return eventually(
+    `${count} pods of ${selector} with addresses`,
     async () => {
       const list = await pods(selector);
       const ips = new Map(list.filter((p) => p.status?.podIP).map((p) => [p.metadata.name, p.status!.podIP!] as const));
       return ips.size === count ? ips : undefined;
     },
-    { timeoutMs: 60_000, what: `${count} pods of ${selector} with addresses` },
+    { timeoutMs: 60_000, retryErrors: true },
   );
 }
 
@@ -97,7 +98,7 @@ describe('the pod player', () => {
     expect(await readyAddresses(creds, ns, 'web')).toEqual([]);
 
     player = await playPods(creds, ns, 'app=web', 7070, { pollMs: 50 });
-    await pollUntil(async () => (await readyAddresses(creds, ns, 'web')).length === 2, { timeoutMs: 30_000, what: 'both pods ready', diagnostics: () => player!.problems().join('\n') });
+    await eventually('both pods ready', async () => (await readyAddresses(creds, ns, 'web')).length === 2, { timeoutMs: 30_000, diagnostics: () => player!.problems().join('\n'), retryErrors: true });
     expect(player.serving()).toEqual([...ips.keys()].sort());
     for (const [name, ip] of ips) {
       expect((await directEcho(`${ip}:7070`)).backend).toBe(name);
@@ -110,11 +111,11 @@ describe('the pod player', () => {
     await apply(creds, deployment(ns, 'shrink', 2, { app: 'shrink' }, { readinessGate: PLAYED_CONDITION }));
     const ips = await addressesOf('app=shrink', 2);
     player = await playPods(creds, ns, 'app=shrink', 7070, { pollMs: 50 });
-    await pollUntil(() => player!.serving().length === 2, { timeoutMs: 30_000, what: 'both pods played', diagnostics: () => player!.problems().join('\n') });
+    await eventually('both pods played', () => player!.serving().length === 2, { timeoutMs: 30_000, diagnostics: () => player!.problems().join('\n'), retryErrors: true });
     await scale(creds, ns, 'shrink', 1);
     const left = await addressesOf('app=shrink', 1);
     const [gone] = [...ips.values()].filter((ip) => ![...left.values()].includes(ip));
-    await pollUntil(async () => !(await ours()).some((n) => n.endsWith(gone!.replaceAll('.', '-'))), { timeoutMs: 15_000, what: `the namespace of ${gone} to go` });
+    await eventually(`the namespace of ${gone} to go`, async () => !(await ours()).some((n) => n.endsWith(gone!.replaceAll('.', '-'))), { timeoutMs: 15_000, retryErrors: true });
     // Nothing answers for the deleted pod now, and this machine does not send its traffic anywhere else.
     const route = spawnSync('ip', ['route', 'get', gone!], { encoding: 'utf8' });
     expect(`${route.stdout}${route.stderr}`).toMatch(/unreachable|No route to host/);

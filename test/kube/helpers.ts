@@ -10,6 +10,7 @@ import { parseAllDocuments } from 'yaml';
 import { KubeClient, type KubeClientOptions } from '../../src/kube/client.js';
 import type { InformerEvent, KubeObject } from '../../src/kube/types.js';
 import { ensureCluster, readKubeconfig, type KubeconfigCredentials, type LocalCluster } from '../support/cluster.js';
+import { eventually } from '../support/eventually.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -52,23 +53,12 @@ export async function applyMeshCrds(client: KubeClient): Promise<void> {
     .map((d) => d.toJS() as Crd | null)
     .filter((d): d is Crd => d !== null && d.kind === 'CustomResourceDefinition');
   await Promise.all(crds.map((crd) => client.applyObject(crd, { fieldManager: 'mesh-tests', force: true })));
-  await until('the mesh CRDs to be established', async () => {
+  await eventually('the mesh CRDs to be established', async () => {
     const states = await Promise.all(
       crds.map((crd) => client.get<Crd>({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: crd.metadata?.name ?? '' })),
     );
     return states.every((s) => s.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'));
-  }, 60_000);
-}
-
-/** Polls `probe` until it returns something truthy. */
-export async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  }, { timeoutMs: 60_000 });
 }
 
 /** Informer events as `type name` lines (`update name` for updates; resyncs marked). */

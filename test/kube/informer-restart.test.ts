@@ -8,7 +8,8 @@ import { MemoryConfigStore } from '../../src/config/store.js';
 import { Informer, resourceRef } from '../../src/kube/informer.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { APISERVER_RESTART_TIMEOUT_MS, CLUSTER_START_TIMEOUT_MS, startApiServer, stopApiServer } from '../support/cluster.js';
-import { applyMeshCrds, configMap, createNamespace, deleteNamespace, describeEvent, kubeTestEnv, until, type KubeTestEnv } from './helpers.js';
+import { applyMeshCrds, configMap, createNamespace, deleteNamespace, describeEvent, kubeTestEnv, type KubeTestEnv } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 
 let env: KubeTestEnv;
 let ns: string;
@@ -57,23 +58,23 @@ it(
       events.length = 0;
 
       await stopApiServer();
-      await until('a failed reconnect', () => informer.stats().restarts >= 1, 20_000);
+      await eventually('a failed reconnect', () => informer.stats().restarts >= 1, { timeoutMs: 20_000 });
       await startApiServer();
 
       // Changes right after the restart, while the clients may still be backing off.
       await env.client.create(configMap(ns, 'after', { v: '1' }, { test: 'restart' }));
       await env.client.mergePatch({ apiVersion: 'v1', kind: 'ConfigMap', name: 'before', namespace: ns }, { data: { v: '2' } });
       await env.client.applyObject(vs('vs-after', 'after.example.com'), { fieldManager: 'test' });
-      await until('the informer to catch up', () => events.length >= 2, 60_000);
+      await eventually('the informer to catch up', () => events.length >= 2, { timeoutMs: 60_000 });
       await env.client.delete({ apiVersion: 'v1', kind: 'ConfigMap', name: 'before', namespace: ns });
-      await until('the delete', () => events.length >= 3, 30_000);
+      await eventually('the delete', () => events.length >= 3, { timeoutMs: 30_000 });
       expect(events).toEqual(['add after', 'update before', 'delete before']);
       expect(informer.list().map((o) => o.metadata?.name)).toEqual(['after', 'untouched']);
 
-      await until('vs-after in the store', () => store.get('VirtualService', ns, 'vs-after'), 60_000);
+      await eventually('vs-after in the store', () => store.get('VirtualService', ns, 'vs-after'), { timeoutMs: 60_000 });
       expect(store.get('VirtualService', ns, 'vs-before')).toBeDefined();
       await env.client.delete({ apiVersion: 'networking.mesh.io/v1', kind: 'VirtualService', name: 'vs-before', namespace: ns });
-      await until('vs-before removed from the store', () => !store.get('VirtualService', ns, 'vs-before'), 30_000);
+      await eventually('vs-before removed from the store', () => !store.get('VirtualService', ns, 'vs-before'), { timeoutMs: 30_000 });
       expect(store.hasSynced()).toBe(true);
       expect(errors.length).toBeGreaterThanOrEqual(1);
     } finally {

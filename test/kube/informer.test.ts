@@ -9,7 +9,8 @@ import { Informer, dropManagedFields, resourceRef, type InformerOptions } from '
 import type { InformerEvent, KubeObject } from '../../src/kube/types.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { FaultProxy } from './fault-proxy.js';
-import { applyMeshCrds, configMap, createNamespace, deleteNamespace, describeEvent, kubeTestEnv, until, type KubeTestEnv } from './helpers.js';
+import { applyMeshCrds, configMap, createNamespace, deleteNamespace, describeEvent, kubeTestEnv, type KubeTestEnv } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 
 type ConfigMap = KubeObject & { data?: Record<string, string>; metadata: KubeObject['metadata'] & { managedFields?: unknown } };
 
@@ -75,7 +76,7 @@ describe('informer', () => {
     await env.client.mergePatch(ref('one'), { data: { v: '2' } });
     await env.client.create(cm('two', 'order'));
     await env.client.delete(ref('one'));
-    await until('four events', () => events.length >= 4);
+    await eventually('four events', () => events.length >= 4, { timeoutMs: 15_000 });
     expect(events).toEqual(['add one', 'update one', 'add two', 'delete one']);
     expect(informer.list().map((o) => o.metadata?.name)).toEqual(['two']);
     expect(informer.list(ns).map((o) => o.metadata?.name)).toEqual(['two']);
@@ -122,7 +123,7 @@ describe('informer', () => {
     await env.client.create(cm('steady', 'resync'));
     const { informer, raw } = cmInformer('resync', { resyncMs: 200 });
     await informer.waitForSync({ timeoutMs: 10_000 });
-    await until('two resyncs', () => raw.filter((e) => e.type === 'update' && e.resync).length >= 2, 5000);
+    await eventually('two resyncs', () => raw.filter((e) => e.type === 'update' && e.resync).length >= 2, { timeoutMs: 5000 });
     const resyncs = raw.filter((e): e is Extract<InformerEvent<ConfigMap>, { type: 'update' }> => e.type === 'update');
     expect(resyncs.every((e) => e.resync === true && e.object === e.previous && e.object.metadata?.name === 'steady')).toBe(true);
   });
@@ -145,7 +146,7 @@ describe('informer', () => {
     expect(restarts).toBeLessThanOrEqual(7);
     expect(events).toEqual([]);
     proxy.refuse(false);
-    await until('the three changes', () => events.length >= 3, 10_000);
+    await eventually('the three changes', () => events.length >= 3, { timeoutMs: 10_000 });
     expect(events).toEqual(['add added', 'update changed', 'delete removed']);
     expect(informer.stats().relists).toBe(0);
     expect(informer.list().map((o) => o.metadata?.name)).toEqual(['added', 'changed', 'kept']);
@@ -157,7 +158,7 @@ describe('informer', () => {
     await new Promise((r) => setTimeout(r, 100));
     proxy.freeze(true); // the open watch stays connected but delivers nothing
     await env.client.create(cm('late', 'silent'));
-    await until('the add after the watchdog restarted the watch', () => events.includes('add late'), 10_000);
+    await eventually('the add after the watchdog restarted the watch', () => events.includes('add late'), { timeoutMs: 10_000 });
     expect(informer.stats().watchdogTimeouts).toBeGreaterThanOrEqual(1);
     expect(events).toEqual(['add late']);
   });
@@ -198,7 +199,7 @@ describe('informer', () => {
     proxy.rewriteNextWatchResourceVersion('1');
     const watchesBefore = proxy.requests.length;
     proxy.refuse(false);
-    await until('the differences after the relist', () => events.length >= 5, 15_000);
+    await eventually('the differences after the relist', () => events.length >= 5, { timeoutMs: 15_000 });
     await new Promise((r) => setTimeout(r, 300));
     expect(proxy.watchesSince(watchesBefore)[0]?.path).toContain('resourceVersion=1&');
     expect(informer.stats().gone).toBeGreaterThanOrEqual(1);

@@ -9,7 +9,8 @@ import type { ConfigEvent, ConfigRejection } from '../../src/config/types.js';
 import { KubeApiError } from '../../src/kube/errors.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, until, type KubeTestEnv } from './helpers.js';
+import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 
 interface VsSpec {
   hosts?: string[];
@@ -69,21 +70,21 @@ describe('kube config source', () => {
 
   it('turns a VirtualService applied to the cluster into a store object, and follows its updates', async () => {
     const applied = await apply(vs('web', route('web.example.com')));
-    const stored = await until('web in the store', () => store.get<VsSpec>('VirtualService', ns, 'web'));
+    const stored = await eventually('web in the store', () => store.get<VsSpec>('VirtualService', ns, 'web'), { timeoutMs: 15_000 });
     expect(stored.spec).toEqual(route('web.example.com'));
     expect(stored.meta).toMatchObject({ namespace: ns, name: 'web', resourceVersion: applied.metadata?.resourceVersion, origin: KUBE_ORIGIN });
     expect(stored.meta.gvk).toEqual({ group: 'networking.mesh.io', version: 'v1', kind: 'VirtualService' });
     await apply(vs('web', route('web2.example.com')));
-    await until('the update', () => store.get<VsSpec>('VirtualService', ns, 'web')?.spec.hosts?.[0] === 'web2.example.com');
+    await eventually('the update', () => store.get<VsSpec>('VirtualService', ns, 'web')?.spec.hosts?.[0] === 'web2.example.com', { timeoutMs: 15_000 });
     expect(events.filter((e) => e.endsWith('VirtualService web'))).toEqual(['add VirtualService web', 'update VirtualService web']);
   });
 
   it('rejects an invalid object naming the field and keeps the last good version', async () => {
-    await until('web2 in the store', () => store.get<VsSpec>('VirtualService', ns, 'web')?.spec.hosts?.[0] === 'web2.example.com');
+    await eventually('web2 in the store', () => store.get<VsSpec>('VirtualService', ns, 'web')?.spec.hosts?.[0] === 'web2.example.com', { timeoutMs: 15_000 });
     const before = rejections.length;
     // The CRD schema accepts any string as a host; the daemon's semantic checks do not.
     await apply(vs('web', { ...route('web2.example.com'), hosts: ['bad_host!'] }));
-    const r = await until('a rejection', () => rejections[before]);
+    const r = await eventually('a rejection', () => rejections[before], { timeoutMs: 15_000 });
     expect(r).toMatchObject({ origin: KUBE_ORIGIN, kind: 'VirtualService', namespace: ns, name: 'web' });
     expect(r.issues).toEqual(
       expect.arrayContaining([
@@ -97,13 +98,13 @@ describe('kube config source', () => {
     await apply(
       vs('split', { hosts: ['split.example.com'], http: [{ route: [{ destination: { host: 'a' }, weight: 70 }, { destination: { host: 'b' }, weight: 20 }] }] }),
     );
-    const split = await until('the second rejection', () => rejections.find((x) => x.name === 'split'));
+    const split = await eventually('the second rejection', () => rejections.find((x) => x.name === 'split'), { timeoutMs: 15_000 });
     expect(split.issues).toEqual([expect.objectContaining({ path: 'spec.http[0].route', message: 'weights add up to 90, they must add up to 100' })]);
     expect(store.get('VirtualService', ns, 'split')).toBeUndefined();
 
     // Fixing it brings it in.
     await apply(vs('split', route('split.example.com')));
-    await until('split in the store', () => store.get('VirtualService', ns, 'split'));
+    await eventually('split in the store', () => store.get('VirtualService', ns, 'split'), { timeoutMs: 15_000 });
     expect(rejections.length - before).toBe(2);
   });
 
@@ -120,9 +121,9 @@ describe('kube config source', () => {
 
   it('deletes on delete', async () => {
     await apply(vs('gone', route('gone.example.com')));
-    await until('gone in the store', () => store.get('VirtualService', ns, 'gone'));
+    await eventually('gone in the store', () => store.get('VirtualService', ns, 'gone'), { timeoutMs: 15_000 });
     await env.client.delete(vsRef('gone'));
-    await until('gone removed', () => !store.get('VirtualService', ns, 'gone'));
+    await eventually('gone removed', () => !store.get('VirtualService', ns, 'gone'), { timeoutMs: 15_000 });
     expect(events.filter((e) => e.endsWith('VirtualService gone'))).toEqual(['add VirtualService gone', 'delete VirtualService gone']);
   });
 
@@ -135,10 +136,10 @@ describe('kube config source', () => {
       spec: { host: 'web.example.com', subsets: [{ name: 'v1', labels: { version: 'v1' } }] },
     } as KubeObject);
     await apply(vs('after-elsewhere', route('after.example.com')));
-    await until('the DestinationRule', () => store.get('DestinationRule', ns, 'web-dr'));
+    await eventually('the DestinationRule', () => store.get('DestinationRule', ns, 'web-dr'), { timeoutMs: 15_000 });
     // One watch stream delivers in order: had it covered the other namespace, "elsewhere" (applied
     // first) would be in the store by the time "after-elsewhere" is.
-    await until('after-elsewhere', () => store.get('VirtualService', ns, 'after-elsewhere'));
+    await eventually('after-elsewhere', () => store.get('VirtualService', ns, 'after-elsewhere'), { timeoutMs: 15_000 });
     expect(store.list('VirtualService').map((o) => o.meta.namespace)).not.toContain(outside);
   });
 });

@@ -5,7 +5,8 @@
  */
 import { LeaderElector } from '../../src/kube/leader-election.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
-import { createNamespace, deleteNamespace, kubeTestEnv, until, type KubeTestEnv } from './helpers.js';
+import { createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 
 interface Lease {
   spec?: { holderIdentity?: string; leaseDurationSeconds?: number; leaseTransitions?: number };
@@ -80,7 +81,7 @@ describe('leader election', () => {
     const overlap = watchOverlap(cs);
     try {
       cs.forEach((c) => c.elector.start());
-      const first = await until('a leader', () => cs.find((c) => c.leading), 10_000);
+      const first = await eventually('a leader', () => cs.find((c) => c.leading), { timeoutMs: 10_000 });
       await new Promise((r) => setTimeout(r, 1500)); // several renew rounds
       expect(cs.filter((c) => c.leading)).toEqual([first]);
       expect(cs.every((c) => c.elector.leader() === first.id)).toBe(true);
@@ -90,7 +91,7 @@ describe('leader election', () => {
       await first.elector.stop();
       expect(first.signal?.aborted).toBe(true);
       expect(first.log).toEqual(['started', 'stopped']);
-      const second = await until('a new leader', () => cs.find((c) => c.leading && c !== first), 10_000);
+      const second = await eventually('a new leader', () => cs.find((c) => c.leading && c !== first), { timeoutMs: 10_000 });
       // Released: no need to wait for the 3 s lease to expire (one retry period and a bit).
       expect(performance.now() - stoppedAt).toBeLessThan(2000);
       const lease = await leaseOf('release');
@@ -107,12 +108,12 @@ describe('leader election', () => {
     const overlap = watchOverlap(cs);
     try {
       cs.forEach((c) => c.elector.start());
-      const first = await until('a leader', () => cs.find((c) => c.leading), 10_000);
+      const first = await eventually('a leader', () => cs.find((c) => c.leading), { timeoutMs: 10_000 });
       await new Promise((r) => setTimeout(r, 500));
       const diedAt = performance.now();
       await first.elector.stop(); // no release: the lease still names it
       expect((await leaseOf('expire')).spec?.holderIdentity).toBe(first.id);
-      const second = await until('a new leader', () => cs.find((c) => c.leading && c !== first), 15_000);
+      const second = await eventually('a new leader', () => cs.find((c) => c.leading && c !== first), { timeoutMs: 15_000 });
       const waited = performance.now() - diedAt;
       // Not before the 3 s lease has run out as seen by the others, and not much later.
       expect(waited).toBeGreaterThanOrEqual(2400);

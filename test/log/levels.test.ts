@@ -1,4 +1,4 @@
-import { ConfigError } from '../../src/config/config-error.js';
+import { ConfigError } from '../../src/util/config-error.js';
 import {
   DEFAULT_LOG_OPTIONS,
   LOGGER_SCOPES,

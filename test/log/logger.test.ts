@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError } from '../../src/config/config-error.js';
+import { ConfigError } from '../../src/util/config-error.js';
 import { formatConsoleLine, logTimestamp } from '../../src/log/console-format.js';
 import {
   closeLogging,

@@ -4,7 +4,7 @@
  */
 import type { V1Endpoints, V1EndpointSlice, V1Namespace, V1Node, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { ConfigObject } from '../../src/config/types.js';
-import type { WorkloadEntry } from '../../src/model/config-kinds.js';
+import type { WorkloadEntry } from '../../src/config/spec-types.js';
 import type { Service } from '../../src/model/service.js';
 import {
   buildEndpoints,

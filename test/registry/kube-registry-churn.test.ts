@@ -13,6 +13,7 @@ import type { KubeObject } from '../../src/kube/types.js';
 import type { Service } from '../../src/model/service.js';
 import { KubeRegistry } from '../../src/registry/kube/registry.js';
 import { CLUSTER_START_TIMEOUT_MS, ensureCluster } from '../support/cluster.js';
+import { eventually } from '../support/eventually.js';
 
 const ns = `reg-churn-${randomBytes(3).toString('hex')}`;
 let client: KubeClient;
@@ -23,16 +24,6 @@ function informer<T extends KubeObject>(apiVersion: string, plural: string, kind
   const inf = new Informer<T>(client, { resource: resourceRef(apiVersion, plural, { namespaced, kind }), namespace: namespaced ? ns : undefined, transform: dropManagedFields });
   informers.push(inf as unknown as Informer<KubeObject>);
   return inf;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, last: () => string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; ${last()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const deployment = (name: string, replicas: number): KubeObject & Record<string, unknown> => ({
@@ -112,14 +103,17 @@ test('after bursts of scaling, the registry lists exactly the ready addresses of
   await churn;
 
   // The cluster settles at 9 + 3 ready pods; then the registry must agree with it.
-  const settled = await until(
+  const settled = await eventually(
     'the cluster to settle at 12 ready endpoints',
     async () => {
       const t = await truth();
       return t.size === 12 && [...t.values()].filter((d) => d === 'a').length === 9 ? t : undefined;
     },
-    90_000,
-    () => 'slices not settled',
+    { timeoutMs: 90_000, intervalMs: 100, diagnostics: () => 'slices not settled' },
   );
-  await until('the registry to list the same endpoints', () => (show(listed(r)) === show(settled) ? true : undefined), 10_000, () => `registry ${show(listed(r))} vs slices ${show(settled)}`);
+  await eventually('the registry to list the same endpoints', () => show(listed(r)) === show(settled), {
+    timeoutMs: 10_000,
+    intervalMs: 100,
+    diagnostics: () => `registry ${show(listed(r))} vs slices ${show(settled)}`,
+  });
 }, 180_000);

@@ -15,6 +15,7 @@ import type { Endpoint, Service } from '../../src/model/service.js';
 import { clusterRegistryMetrics } from '../../src/registry/kube/metrics.js';
 import { KubeRegistry, type KubeRegistryCaches } from '../../src/registry/kube/registry.js';
 import { CLUSTER_START_TIMEOUT_MS, ensureCluster } from '../support/cluster.js';
+import { eventually } from '../support/eventually.js';
 
 const ns = `reg-kube-${randomBytes(3).toString('hex')}`;
 const HOST = `web.${ns}.svc.cluster.local`;
@@ -42,17 +43,6 @@ function informer<T extends KubeObject>(apiVersion: string, plural: string, kind
   return inf;
 }
 
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined | false;
-  while (Date.now() < deadline) {
-    last = probe();
-    if (last) return last;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-}
-
 function svc(r: KubeRegistry, name: string): Service | undefined {
   return r.services().find((s) => s.namespace === ns && s.name === name);
 }
@@ -63,13 +53,13 @@ function addresses(eps: ReadonlyArray<Endpoint>): string[] {
 
 /** The service with exactly `n` distinct healthy addresses (every port served), once it has them. */
 async function withEndpoints(r: KubeRegistry, name: string, n: number): Promise<{ service: Service; endpoints: ReadonlyArray<Endpoint> }> {
-  return until(`${name} with ${n} endpoints`, () => {
+  return eventually(`${name} with ${n} endpoints`, () => {
     const service = svc(r, name);
     if (!service) return undefined;
     const endpoints = r.endpoints(service);
     const ok = addresses(endpoints).length === n && endpoints.length === n * service.ports.length && endpoints.every((e) => e.healthy);
     return ok ? { service, endpoints } : undefined;
-  });
+  }, { timeoutMs: WAIT_MS });
 }
 
 const create = (obj: KubeObject & Record<string, unknown>) => client.create(obj);
@@ -268,7 +258,7 @@ describe('Cluster registry on a real API server', () => {
       metadata: { name: 'billing-db', namespace: ns },
       spec: { type: 'ExternalName', externalName: 'db.billing.example.com', ports: [{ name: 'tcp-pg', port: 5432 }] },
     });
-    const service = await until('billing-db', () => svc(registry, 'billing-db'));
+    const service = await eventually('billing-db', () => svc(registry, 'billing-db'), { timeoutMs: WAIT_MS });
     expect(service).toMatchObject({ resolution: 'DNS', meshExternal: true, addresses: [], ports: [{ name: 'tcp-pg', port: 5432, protocol: 'TCP' }] });
     expect(registry.endpoints(service).map((e) => [e.address, e.port, e.servicePortName])).toEqual([['db.billing.example.com', 5432, 'tcp-pg']]);
   });
@@ -291,11 +281,11 @@ describe('Cluster registry on a real API server', () => {
         { addresses: ['192.0.2.11'], conditions: { ready: false } },
       ],
     });
-    const eps = await until('legacy endpoints', () => {
+    const eps = await eventually('legacy endpoints', () => {
       const s = svc(registry, 'legacy');
       const list = s ? registry.endpoints(s) : [];
       return list.length === 2 ? list : undefined;
-    });
+    }, { timeoutMs: WAIT_MS });
     expect(eps.map((e) => [e.address, e.port, e.healthy])).toEqual([
       ['192.0.2.10', 8000, true],
       ['192.0.2.11', 8000, false],
@@ -311,10 +301,10 @@ describe('Cluster registry on a real API server', () => {
       meta: { gvk: { group: 'networking.mesh.io', version: 'v1', kind: 'WorkloadEntry' }, name: 'vm-1', namespace: ns, labels: {}, annotations: {}, generation: 0, resourceVersion: '' },
       spec: { address: '203.0.113.7', labels: { app: 'web', version: 'vm' }, ports: { 'http-api': 18080 } },
     });
-    const vm = await until('workload entry endpoints', () => {
+    const vm = await eventually('workload entry endpoints', () => {
       const list = registry.endpoints(svc(registry, 'web') as Service).filter((e) => e.address === '203.0.113.7');
       return list.length === 2 ? list : undefined;
-    });
+    }, { timeoutMs: WAIT_MS });
     expect(vm.map((e) => [e.servicePortName, e.port])).toEqual([
       ['http-api', 18080],
       ['rpc', 9090],
@@ -331,9 +321,9 @@ describe('Cluster registry on a real API server', () => {
     const podIp = caches.pods.get(ns, podName)?.status?.podIP;
     const from = events.length;
     await client.mergePatch({ apiVersion: 'v1', kind: 'Pod', name: podName, namespace: ns }, { metadata: { labels: { canary: 'yes' } } });
-    await until('the pod label on its endpoints', () => registry.endpoints(service).some((e) => e.address === podIp && e.labels.canary === 'yes'));
+    await eventually('the pod label on its endpoints', () => registry.endpoints(service).some((e) => e.address === podIp && e.labels.canary === 'yes'), { timeoutMs: WAIT_MS });
     await client.mergePatch({ apiVersion: 'v1', kind: 'Namespace', name: ns }, { metadata: { labels: { 'topology.mesh.io/network': 'net-moved' } } });
-    await until('the new network on the endpoints', () => registry.endpoints(service).some((e) => e.network === 'net-moved'));
+    await eventually('the new network on the endpoints', () => registry.endpoints(service).some((e) => e.network === 'net-moved'), { timeoutMs: WAIT_MS });
     expect(registry.endpoints(service).filter((e) => e.address !== '203.0.113.7').every((e) => e.network === 'net-moved')).toBe(true);
     const after = events.slice(from);
     expect(after.every((e) => !e.servicesChanged)).toBe(true);
@@ -344,7 +334,7 @@ describe('Cluster registry on a real API server', () => {
     const service = svc(registry, 'web') as Service;
     const from = events.length;
     await client.delete({ apiVersion: 'v1', kind: 'Service', name: 'web', namespace: ns });
-    await until('web to be gone', () => svc(registry, 'web') === undefined);
+    await eventually('web to be gone', () => svc(registry, 'web') === undefined, { timeoutMs: WAIT_MS });
     expect(registry.endpoints(service)).toEqual([]);
     expect(events.slice(from).some((e) => e.servicesChanged && e.endpointHosts.includes(HOST))).toBe(true);
     expect(svc(registry, 'web-headless')).toBeDefined();

@@ -1,25 +1,19 @@
 /**
  * In-process ADS: a real grpc-js server on loopback hosting DiscoveryServer over a model built from
- * YAML, and a raw duplex client that speaks DiscoveryRequest / DeltaDiscoveryRequest frames with the
- * generated encoders. Every wait is bounded.
+ * YAML, and streams of the project's one raw ADS test client (test/support/ads-client.ts) on one
+ * shared channel. Every wait is bounded.
  */
 import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import { generatorsFor } from '../../src/bootstrap/generators.js';
-import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
-import { Node } from '../../src/gen/envoy/config/core/v3/base.js';
-import { ClusterLoadAssignment } from '../../src/gen/envoy/config/endpoint/v3/endpoint.js';
-import { Listener } from '../../src/gen/envoy/config/listener/v3/listener.js';
-import { RouteConfiguration } from '../../src/gen/envoy/config/route/v3/route.js';
-import { DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
 import { createMetrics, type Metrics } from '../../src/metrics/metrics.js';
 import { DiscoveryServer, type AdsObserver, type AdsOptions } from '../../src/xds/ads-server.js';
 import { ResourceCache } from '../../src/xds/cache.js';
 import { DEFAULT_GENERATOR_SETTINGS } from '../../src/xds/generators/types.js';
-import { TypeUrl } from '../../src/xds/types.js';
+import { DeltaStream, SotwStream, type NodeSpec } from '../support/ads-client.js';
+import { withTimeout } from '../support/eventually.js';
+import { metricValue } from '../support/metrics-text.js';
 import { modelFromYaml, type TestModel } from '../support/model.js';
-
-const SERVICE = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
 
 export const DEFAULT_ADS_OPTIONS: AdsOptions = {
   pushThrottle: 10,
@@ -43,14 +37,9 @@ export interface Harness {
   change(yaml: string, opts?: { origin?: string; wait?: boolean }): Promise<void>;
   sotw(node?: NodeSpec | null): SotwStream;
   delta(node?: NodeSpec | null): DeltaStream;
-  /** Value of a metric sample (labels must match exactly the given ones when given); 0 if absent. */
+  /** Sum of a metric's samples whose labels include `labels`; 0 if absent. */
   metric(name: string, labels?: Record<string, string>): Promise<number>;
   close(): Promise<void>;
-}
-
-export interface NodeSpec {
-  readonly id: string;
-  readonly metadata?: Record<string, unknown>;
 }
 
 export const sidecarNode = (ns = 'default', labels: Record<string, string> = { app: 'client' }): NodeSpec => ({
@@ -88,20 +77,7 @@ export async function startAds(
   const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   const streams: Array<{ cancel(): void }> = [];
 
-  const metric = async (name: string, labels?: Record<string, string>): Promise<number> => {
-    const text = await metrics.registry.getSingleMetricAsString(name);
-    let total = 0;
-    for (const line of text.split('\n')) {
-      if (line.startsWith('#') || !line.startsWith(name)) continue;
-      const m = /^([a-zA-Z_:][\w:]*)(\{([^}]*)\})?\s+(\S+)$/.exec(line);
-      if (!m || m[1] !== name) continue;
-      const got: Record<string, string> = {};
-      for (const kv of (m[3] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) got[kv[1]] = kv[2];
-      if (labels && Object.entries(labels).some(([k, v]) => got[k] !== v)) continue;
-      total += Number(m[4]);
-    }
-    return total;
-  };
+  const metric = async (name: string, labels?: Record<string, string>): Promise<number> => metricValue(await metrics.registry.getSingleMetricAsString(name), name, labels);
 
   return {
     tm,
@@ -160,195 +136,3 @@ spec:
   http: [{ timeout: ${timeout}, route: [{ destination: { host: echo } }] }]
 ---
 `;
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let t: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<T>((_, reject) => (t = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)))]).finally(() =>
-    clearTimeout(t),
-  );
-}
-
-/** Polls until `f` returns true or `ms` pass. */
-export async function eventually(f: () => boolean | Promise<boolean>, ms = 3000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await f())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-/** A duplex ADS stream that queues decoded responses. */
-abstract class RawStream<Req, Res> {
-  protected readonly call: grpc.ClientDuplexStream<Buffer, Buffer>;
-  private readonly inbox: Res[] = [];
-  private waiter?: () => void;
-  private first = true;
-  readonly status: Promise<grpc.StatusObject>;
-
-  constructor(
-    client: grpc.Client,
-    method: string,
-    private readonly node: NodeSpec | null,
-    private readonly encode: (r: Req) => Buffer,
-    decode: (b: Buffer) => Res,
-  ) {
-    this.call = client.makeBidiStreamRequest<Buffer, Buffer>(
-      `${SERVICE}/${method}`,
-      (b) => b,
-      (b) => b,
-    );
-    this.call.on('data', (b: Buffer) => {
-      this.inbox.push(decode(b));
-      this.waiter?.();
-    });
-    this.call.on('error', () => undefined); // the status promise reports it
-    this.status = new Promise((resolve) => this.call.on('status', resolve));
-  }
-
-  protected sendRaw(req: Req & { node?: unknown }): void {
-    if (this.first && this.node) req.node = Node.fromPartial({ id: this.node.id, metadata: this.node.metadata ?? {} });
-    this.first = false;
-    this.call.write(this.encode(req));
-  }
-
-  /** The next response, or a rejection after `ms`. */
-  async next(ms = 3000): Promise<Res> {
-    const deadline = Date.now() + ms;
-    while (this.inbox.length === 0) {
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`no response within ${ms} ms`);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, left);
-        this.waiter = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
-      this.waiter = undefined;
-    }
-    return this.inbox.shift()!;
-  }
-
-  /** Resolves with the responses (expected: none) that arrive within `ms`. */
-  async quiet(ms = 300): Promise<Res[]> {
-    await sleep(ms);
-    return this.inbox.splice(0);
-  }
-
-  /** The type URLs of the responses (expected: none) that arrive within `ms`. */
-  async quietTypes(ms = 300): Promise<string[]> {
-    return (await this.quiet(ms)).map((r) => (r as { typeUrl: string }).typeUrl);
-  }
-
-  /** Every response until none arrives for `ms`. */
-  async drain(ms = 300): Promise<Res[]> {
-    const out: Res[] = [];
-    for (;;) {
-      const got = await this.quiet(ms);
-      if (got.length === 0) return out;
-      out.push(...got);
-    }
-  }
-
-  get pending(): number {
-    return this.inbox.length;
-  }
-
-  cancel(): void {
-    this.call.cancel();
-  }
-
-  end(): void {
-    this.call.end();
-  }
-}
-
-export class SotwStream extends RawStream<DiscoveryRequest, DiscoveryResponse> {
-  constructor(client: grpc.Client, node: NodeSpec | null) {
-    super(
-      client,
-      'StreamAggregatedResources',
-      node,
-      (r) => Buffer.from(DiscoveryRequest.encode(r).finish()),
-      (b) => DiscoveryResponse.decode(b),
-    );
-  }
-
-  send(p: { typeUrl: string; names?: string[]; nonce?: string; version?: string; error?: string }): void {
-    this.sendRaw(
-      DiscoveryRequest.fromPartial({
-        typeUrl: p.typeUrl,
-        resourceNames: p.names ?? [],
-        responseNonce: p.nonce ?? '',
-        versionInfo: p.version ?? '',
-        errorDetail: p.error ? { code: 3, message: p.error } : undefined,
-      }),
-    );
-  }
-
-  /** ACK a response, keeping (or changing to) the given names. */
-  ack(res: DiscoveryResponse, names?: string[]): void {
-    this.send({ typeUrl: res.typeUrl, names, nonce: res.nonce, version: res.versionInfo });
-  }
-
-  nack(res: DiscoveryResponse, message: string, names?: string[]): void {
-    this.send({ typeUrl: res.typeUrl, names, nonce: res.nonce, error: message });
-  }
-}
-
-export class DeltaStream extends RawStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse> {
-  constructor(client: grpc.Client, node: NodeSpec | null) {
-    super(
-      client,
-      'DeltaAggregatedResources',
-      node,
-      (r) => Buffer.from(DeltaDiscoveryRequest.encode(r).finish()),
-      (b) => DeltaDiscoveryResponse.decode(b),
-    );
-  }
-
-  send(p: { typeUrl: string; subscribe?: string[]; unsubscribe?: string[]; nonce?: string; initial?: Record<string, string>; error?: string }): void {
-    this.sendRaw(
-      DeltaDiscoveryRequest.fromPartial({
-        typeUrl: p.typeUrl,
-        resourceNamesSubscribe: p.subscribe ?? [],
-        resourceNamesUnsubscribe: p.unsubscribe ?? [],
-        responseNonce: p.nonce ?? '',
-        initialResourceVersions: p.initial ?? {},
-        errorDetail: p.error ? { code: 3, message: p.error } : undefined,
-      }),
-    );
-  }
-
-  ack(res: DeltaDiscoveryResponse): void {
-    this.send({ typeUrl: res.typeUrl, nonce: res.nonce });
-  }
-}
-
-/** Names of the resources in a SotW response. */
-export function namesOf(res: DiscoveryResponse): string[] {
-  return res.resources.map((a) => resourceName(a.typeUrl, a.value));
-}
-
-/** Names of the resources in a delta response. */
-export function deltaNames(res: DeltaDiscoveryResponse): string[] {
-  return res.resources.map((r) => r.name);
-}
-
-/** The name inside an encoded resource (a ClusterLoadAssignment names itself by cluster_name). */
-export function resourceName(typeUrl: string, value: Uint8Array): string {
-  switch (typeUrl) {
-    case TypeUrl.Cluster:
-      return Cluster.decode(value).name;
-    case TypeUrl.Endpoint:
-      return ClusterLoadAssignment.decode(value).clusterName;
-    case TypeUrl.Listener:
-      return Listener.decode(value).name;
-    case TypeUrl.Route:
-      return RouteConfiguration.decode(value).name;
-    default:
-      throw new Error(`unknown type ${typeUrl}`);
-  }
-}

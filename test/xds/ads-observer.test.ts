@@ -4,7 +4,8 @@
  */
 import type { Proxy } from '../../src/model/proxy.js';
 import { TypeUrl } from '../../src/xds/types.js';
-import { echoRoute, eventually, grpcNode, startAds, type Harness } from './ads-harness.js';
+import { echoRoute, grpcNode, startAds, type Harness } from './ads-harness.js';
+import { eventually } from '../support/eventually.js';
 
 const ECHO = 'echo.default.svc.cluster.local';
 const LISTENER = `${ECHO}:7070`;
@@ -46,7 +47,7 @@ describe('ADS observer: acked', () => {
     s.send({ typeUrl: TypeUrl.Route, names: [LISTENER] });
     const rds = await s.next();
     s.nack(rds, 'rejected for the test', [LISTENER]);
-    await eventually(async () => (await harness.metric('disc_total_xds_rejects')) === 1, 3000, 'the NACK');
+    await eventually('the NACK', async () => (await harness.metric('disc_total_xds_rejects')) === 1, { timeoutMs: 3000 });
     expect(connected).toEqual([grpcNode().id]);
     expect(acked).toEqual([{ proxy: grpcNode().id, typeUrl: TypeUrl.Listener, version }]);
   });
@@ -59,7 +60,7 @@ describe('ADS observer: acked', () => {
       s.send({ typeUrl, names: [LISTENER] });
       s.ack(await s.next(), [LISTENER]);
     }
-    await eventually(() => acked.length === 2, 3000, 'two ACKs');
+    await eventually('two ACKs', () => acked.length === 2, { timeoutMs: 3000 });
     const before = harness.tm.model.current().push.version;
     expect(acked.map((a) => a.version)).toEqual([before, before]);
 
@@ -72,7 +73,7 @@ describe('ADS observer: acked', () => {
     const rds = await s.next();
     expect(rds.typeUrl).toBe(TypeUrl.Route);
     s.ack(rds, [LISTENER]);
-    await eventually(() => acked.length === 2, 3000, 'the RDS ACK');
+    await eventually('the RDS ACK', () => acked.length === 2, { timeoutMs: 3000 });
     expect(acked[1]).toEqual({ proxy: grpcNode().id, typeUrl: TypeUrl.Route, version: after });
   });
 

@@ -11,19 +11,9 @@ import { ClusterLoadAssignment } from '../../src/gen/envoy/config/endpoint/v3/en
 import { Listener } from '../../src/gen/envoy/config/listener/v3/listener.js';
 import { hcmOf } from '../support/decode.js';
 import { TypeUrl } from '../../src/xds/types.js';
-import {
-  deltaNames,
-  echoRoute,
-  eventually,
-  grpcNode,
-  namesOf,
-  serviceEntry,
-  sidecarNode,
-  startAds,
-  withTimeout,
-  type Harness,
-  type SotwStream,
-} from './ads-harness.js';
+import { echoRoute, grpcNode, serviceEntry, sidecarNode, startAds, type Harness } from './ads-harness.js';
+import { deltaNames, namesOf, type SotwStream } from '../support/ads-client.js';
+import { eventually, withTimeout } from '../support/eventually.js';
 
 const ECHO = 'echo.default.svc.cluster.local';
 const RATINGS = 'ratings.default.svc.cluster.local';
@@ -152,7 +142,7 @@ describe('state of the world, proxyless gRPC client', () => {
     s.ack(again, [ECHO_CLUSTER]);
     expect(await s.quietTypes()).toEqual([]);
     // the ACK clears the error
-    await eventually(() => [...h.ads.connections.values()][0].watches.get(TypeUrl.Cluster)?.lastError === undefined, 2000, 'error cleared');
+    await eventually('error cleared', () => [...h.ads.connections.values()][0].watches.get(TypeUrl.Cluster)?.lastError === undefined, { timeoutMs: 2000 });
   });
 
   it('ignores and counts a request carrying a stale nonce', async () => {
@@ -253,7 +243,7 @@ describe('state of the world, proxyless gRPC client', () => {
     const h = await start();
     const s = h.sotw(null);
     s.send({ typeUrl: TypeUrl.Cluster });
-    const status = await withTimeout(s.status, 3000, 'stream status');
+    const status = await s.ended(3000);
     expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(status.details).toContain('node.id');
     expect(s.pending).toBe(0);
@@ -265,7 +255,7 @@ describe('state of the world, proxyless gRPC client', () => {
     const h = await start();
     const s = h.sotw({ id: 'not-a-node-id', metadata: {} });
     s.send({ typeUrl: TypeUrl.Cluster });
-    const status = await withTimeout(s.status, 3000, 'stream status');
+    const status = await s.ended(3000);
     expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(status.details).toContain('not-a-node-id');
   });
@@ -360,11 +350,11 @@ describe('state of the world, sidecar', () => {
     expect(await h.metric('disc_xds')).toBe(2);
     expect(h.ads.connections.size).toBe(2);
     a.cancel();
-    await eventually(async () => (await h.metric('disc_xds')) === 1, 3000, 'disc_xds to drop to 1');
+    await eventually('disc_xds to drop to 1', async () => (await h.metric('disc_xds')) === 1, { timeoutMs: 3000 });
     expect(h.ads.connections.size).toBe(1);
     expect([...h.ads.connections.values()][0].proxy.type).toBe('grpc');
     b.end();
-    await eventually(async () => (await h.metric('disc_xds')) === 0, 3000, 'disc_xds to drop to 0');
+    await eventually('disc_xds to drop to 0', async () => (await h.metric('disc_xds')) === 0, { timeoutMs: 3000 });
     expect(h.ads.connections.size).toBe(0);
     // pushes after the clients went away go nowhere and do not fail
     await h.change(ratingsRoute('9s'));
@@ -494,7 +484,7 @@ describe('delta', () => {
     const h = await start(BASE, { options: { deltaEnabled: false } });
     const d = h.delta(sidecarNode());
     d.send({ typeUrl: TypeUrl.Cluster });
-    const status = await withTimeout(d.status, 3000, 'stream status');
+    const status = await d.ended(3000);
     expect(status.code).toBe(grpc.status.UNIMPLEMENTED);
     expect(status.details).toContain('MESH_DELTA_XDS');
     expect(h.ads.connections.size).toBe(0);

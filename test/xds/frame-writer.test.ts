@@ -9,7 +9,9 @@ import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
 import { TypeUrl } from '../../src/xds/types.js';
 import { DiscoveryResponse } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
 import { encodeAny, frameDiscoveryResponse, frameMessage, GRPC_PREFIX_BYTES } from '../../src/xds/wire.js';
-import { eventually, serviceEntry, sidecarNode, startAds, withTimeout, type Harness, type SotwStream } from './ads-harness.js';
+import { serviceEntry, sidecarNode, startAds, type Harness } from './ads-harness.js';
+import type { SotwStream } from '../support/ads-client.js';
+import { eventually } from '../support/eventually.js';
 
 /** Enough services that one sidecar's CDS response is several times the 64 KiB HTTP/2 window. */
 const MANY = Array.from({ length: 400 }, (_, i) => serviceEntry(`svc-${i}`, [`10.1.${i >> 8}.${i & 255}`])).join('');
@@ -82,7 +84,7 @@ describe('writing frames to ADS streams', () => {
     const res = await cds(s);
     expect(res.resources.length).toBeGreaterThan(400);
     h.ads.close();
-    const status = await withTimeout(s.status, 3000, 'stream status');
+    const status = await s.ended(3000);
     expect(status.code).toBe(14); // UNAVAILABLE
     expect(status.details).toBe('server shutting down');
   });
@@ -106,7 +108,7 @@ describe('the frame cache', () => {
     const [ra, rb] = await Promise.all([cds(a), cds(b)]);
     expect(rb.nonce).toBe(ra.nonce);
     expect(h.ads.cachedFrames).toBeGreaterThan(0);
-    await eventually(() => h.ads.cachedFrames === 0, 3000, 'idle frames dropped');
+    await eventually('idle frames dropped', () => h.ads.cachedFrames === 0, { timeoutMs: 3000 });
     const later = await cds(h.sotw(sidecarNode()));
     expect(clusterNames(later).sort()).toEqual(clusterNames(ra).sort());
     expect(h.ads.cachedFrames).toBe(1);

@@ -3,7 +3,8 @@
  * pushes run, and nothing a proxy should receive is lost or pushed twice at the same time.
  */
 import { PushQueue } from '../../src/xds/push-queue.js';
-import { pushRequest, type PushRequest } from '../../src/xds/push-request.js';
+import { pushRequest, type PushRequest } from '../../src/model/push-request.js';
+import { withTimeout } from '../support/eventually.js';
 
 interface Call {
   conn: string;
@@ -63,11 +64,6 @@ function harness(concurrency: number) {
 /** Lets promise callbacks (the queue's `finally`) run. */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-function withTimeout<T>(p: Promise<T>, ms = 2000): Promise<T> {
-  let t: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<T>((_, reject) => (t = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)))]).finally(() => clearTimeout(t));
-}
-
 const full = (reason = 'config', start?: number): PushRequest => pushRequest({ full: true, reason, start });
 const eds = (hosts: string[], start?: number): PushRequest => pushRequest({ full: false, reason: 'endpoint', edsHosts: hosts, start });
 
@@ -89,7 +85,7 @@ describe('PushQueue', () => {
     expect(Object.fromEntries(a[0].req.reasons)).toEqual({ endpoint: 2, service: 1 });
     expect(a[0].req.start).toBe(100);
     a[0].done();
-    await withTimeout(h.queue.idle());
+    await withTimeout(h.queue.idle(), 2000, 'the queue to be idle');
     expect(h.calls).toHaveLength(2);
   });
 
@@ -113,7 +109,7 @@ describe('PushQueue', () => {
       expect(h.active).toBeLessThanOrEqual(3);
       expect(h.queue.activeCount).toBeLessThanOrEqual(3);
     }
-    await withTimeout(h.queue.idle());
+    await withTimeout(h.queue.idle(), 2000, 'the queue to be idle');
     expect(h.maxActive).toBe(3);
     expect(new Set(h.calls.map((c) => c.conn))).toEqual(new Set([...conns, 'late1', 'late2']));
     expect(h.calls).toHaveLength(22);
@@ -138,7 +134,7 @@ describe('PushQueue', () => {
     expect([...a[1].req.edsHosts].sort()).toEqual(['h1', 'h2']);
     expect(a[1].req.start).toBe(20);
     a[1].done();
-    await withTimeout(h.queue.idle());
+    await withTimeout(h.queue.idle(), 2000, 'the queue to be idle');
     expect(h.of('a')).toHaveLength(2);
     expect(h.overlaps).toEqual([]);
   });
@@ -156,7 +152,7 @@ describe('PushQueue', () => {
     await settle();
     expect(h.calls.map((c) => c.conn)).toEqual(['a', 'b', 'a']);
     h.calls[2].done();
-    await withTimeout(h.queue.idle());
+    await withTimeout(h.queue.idle(), 2000, 'the queue to be idle');
   });
 
   it('remove() drops a waiting connection', async () => {
@@ -169,7 +165,7 @@ describe('PushQueue', () => {
     h.calls[0].done();
     await settle();
     h.of('stays')[0].done();
-    await withTimeout(h.queue.idle());
+    await withTimeout(h.queue.idle(), 2000, 'the queue to be idle');
     expect(h.calls.map((c) => c.conn)).toEqual(['busy', 'stays']);
   });
 
@@ -179,13 +175,13 @@ describe('PushQueue', () => {
     h.queue.enqueue('gone', full('again')); // arrives while running
     h.queue.remove('gone'); // the connection went away
     h.of('gone')[0].done();
-    await withTimeout(h.queue.idle());
+    await withTimeout(h.queue.idle(), 2000, 'the queue to be idle');
     expect(h.of('gone')).toHaveLength(1);
   });
 
   it('idle() resolves at once when nothing is queued, and after all work (follow-ups included) otherwise', async () => {
     const h = harness(2);
-    await withTimeout(h.queue.idle(), 100);
+    await withTimeout(h.queue.idle(), 100, 'the queue to be idle');
     h.queue.enqueue('a', full());
     h.queue.enqueue('b', full());
     h.queue.enqueue('c', full());
@@ -200,7 +196,7 @@ describe('PushQueue', () => {
     expect(idle).toBe(false);
     expect(h.calls.map((c) => c.conn).sort()).toEqual(['a', 'a', 'b', 'c']);
     await finishOpen();
-    await withTimeout(p);
+    await withTimeout(p, 2000, 'the push');
     expect(idle).toBe(true);
     expect(h.queue.activeCount).toBe(0);
     expect(h.queue.pendingCount).toBe(0);
@@ -214,7 +210,7 @@ describe('PushQueue', () => {
     await settle();
     expect(h.of('b')).toHaveLength(1);
     h.of('b')[0].done();
-    await withTimeout(h.queue.idle());
+    await withTimeout(h.queue.idle(), 2000, 'the queue to be idle');
   });
 
   it('passes the time the connection started waiting, kept across merges', async () => {
@@ -230,7 +226,7 @@ describe('PushQueue', () => {
     expect(a.enqueuedAt).toBeGreaterThanOrEqual(before);
     expect(a.enqueuedAt).toBeLessThan(before + 15);
     a.done();
-    await withTimeout(h.queue.idle());
+    await withTimeout(h.queue.idle(), 2000, 'the queue to be idle');
   });
 
   it('close() drops waiting work and refuses new work', async () => {
@@ -241,7 +237,7 @@ describe('PushQueue', () => {
     h.queue.close();
     h.queue.enqueue('c', full());
     h.calls[0].done();
-    await withTimeout(h.queue.idle());
+    await withTimeout(h.queue.idle(), 2000, 'the queue to be idle');
     expect(h.calls.map((c) => c.conn)).toEqual(['a']);
   });
 });

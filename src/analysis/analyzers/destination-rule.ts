@@ -4,7 +4,7 @@
  * group gets the finding, naming the one that takes effect.
  */
 import type { ConfigObject } from '../../config/types.js';
-import type { DestinationRule } from '../../model/config-kinds.js';
+import type { DestinationRule } from '../../config/spec-types.js';
 import { resolveHost } from '../../model/host.js';
 import { MESSAGES, finding } from '../messages.js';
 import type { AnalysisInput, Analyzer, Finding } from '../types.js';

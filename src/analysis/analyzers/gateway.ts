@@ -2,7 +2,7 @@
  * Gateway analyzer: a Gateway whose selector matches no workload is served by no gateway proxy
  * (MESH0104). Needs the workloads of the mesh; silent when they are not known.
  */
-import type { Gateway } from '../../model/config-kinds.js';
+import type { Gateway } from '../../config/spec-types.js';
 import { labelsMatch } from '../../model/service.js';
 import { MESSAGES, finding } from '../messages.js';
 import type { AnalysisInput, Analyzer, Finding } from '../types.js';

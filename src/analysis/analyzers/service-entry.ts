@@ -1,5 +1,5 @@
 /** ServiceEntry analyzer: a ServiceEntry without ports gives proxies nothing to route to (MESH0106). */
-import type { ServiceEntry } from '../../model/config-kinds.js';
+import type { ServiceEntry } from '../../config/spec-types.js';
 import { MESSAGES, finding } from '../messages.js';
 import type { AnalysisInput, Analyzer, Finding } from '../types.js';
 

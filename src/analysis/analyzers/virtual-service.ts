@@ -5,7 +5,7 @@
  */
 import type { ConfigObject } from '../../config/types.js';
 import { join } from '../../config/validation/common.js';
-import type { VirtualService } from '../../model/config-kinds.js';
+import type { VirtualService } from '../../config/spec-types.js';
 import { resolveHost } from '../../model/host.js';
 import { MESSAGES, finding } from '../messages.js';
 import type { AnalysisContext, AnalysisInput, Analyzer, Finding } from '../types.js';

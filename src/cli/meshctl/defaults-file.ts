@@ -13,7 +13,7 @@
  * when a file exists.
  */
 import { readFile } from 'node:fs/promises';
-import { ConfigError } from '../../config/config-error.js';
+import { ConfigError } from '../../util/config-error.js';
 import { SETTINGS, convertSetting, settingByName, type SettingAttr, type SettingValue } from './env.js';
 
 export interface DefaultsFile {

@@ -20,7 +20,7 @@
  * (`MESHCTL_XDS_PORT: invalid integer "x"`). This module loads nothing heavy: it runs on every
  * start-up.
  */
-import { ConfigError } from '../../config/config-error.js';
+import { ConfigError } from '../../util/config-error.js';
 import { checkRange, parseBool, parseInteger } from '../../util/parse.js';
 
 /** Type letters of the spec: S string, B boolean, I integer. */

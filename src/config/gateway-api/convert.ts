@@ -9,8 +9,8 @@
  * Nothing here throws on bad input: an invalid or unresolvable reference becomes a condition.
  */
 import type { ConfigObject, ConfigMeta } from '../types.js';
-import type { Gateway, GatewayServer, HTTPMatchRequest, HTTPRoute, HTTPRouteDestination, VirtualService } from '../../model/config-kinds.js';
-import { isDuration } from '../duration.js';
+import type { Gateway, GatewayServer, HTTPMatchRequest, HTTPRoute, HTTPRouteDestination, VirtualService } from '../spec-types.js';
+import { isDuration } from '../../util/config-duration.js';
 import {
   CONTROLLER_NAME,
   GATEWAY_API_GROUP,

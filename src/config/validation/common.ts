@@ -3,7 +3,7 @@
  * shared by several kinds (host names, exportTo, ports, percentages, regular expressions).
  */
 import { isIP } from 'node:net';
-import { durationMs } from '../duration.js';
+import { durationMs } from '../../util/config-duration.js';
 
 /** One problem in a document: the field (`spec.http[0].route[1].weight`) and what is wrong. */
 export interface ConfigIssue {

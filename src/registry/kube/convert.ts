@@ -5,7 +5,7 @@
  */
 import type { V1Endpoints, V1EndpointSlice, V1Namespace, V1Node, V1Pod, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import type { ConfigObject } from '../../config/types.js';
-import type { WorkloadEntry } from '../../model/config-kinds.js';
+import type { WorkloadEntry } from '../../config/spec-types.js';
 import { labelsMatch, NO_LOCALITY, parseLocality, parseProtocol, type Endpoint, type Locality, type Protocol, type Resolution, type Service, type ServicePort } from '../../model/service.js';
 import { LABEL_NETWORK } from '../../model/labels.js';
 

@@ -7,7 +7,7 @@
 import type { V1Endpoints, V1EndpointSlice, V1Namespace, V1Node, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { DaemonEnv } from '../../config/daemon-env.js';
 import type { ConfigEvent, ConfigStore } from '../../config/types.js';
-import type { WorkloadEntry } from '../../model/config-kinds.js';
+import type { WorkloadEntry } from '../../config/spec-types.js';
 import { EventHub, type RegistryEvent, type ServiceRegistry } from '../../model/registry.js';
 import type { Endpoint, Service } from '../../model/service.js';
 import { objectKey, splitKey, type InformerEvent, type KubeObject, type ObjectCache } from '../../kube/types.js';

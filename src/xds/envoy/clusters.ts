@@ -12,7 +12,7 @@ import { ApiVersion } from '../../gen/envoy/config/core/v3/config_source.js';
 import { HttpProtocolOptions } from '../../gen/envoy/extensions/upstreams/http/v3/http_protocol_options.js';
 import { UpstreamTlsContext } from '../../gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
 import { RawBuffer } from '../../gen/envoy/extensions/transport_sockets/raw_buffer/v3/raw_buffer.js';
-import type { TrafficPolicy } from '../../model/config-kinds.js';
+import type { TrafficPolicy } from '../../config/spec-types.js';
 import type { MeshSettings } from '../../model/mesh-settings.js';
 import { isHttp2Protocol, type Service, type ServicePort } from '../../model/service.js';
 import { BLACKHOLE_CLUSTER, Filters, INBOUND_PASSTHROUGH_CLUSTER, PASSTHROUGH_CLUSTER, inboundClusterName } from './names.js';

@@ -3,7 +3,7 @@ import type { Any } from '../../gen/google/protobuf/any.js';
 import type { Duration } from '../../gen/google/protobuf/duration.js';
 import { FractionalPercent_DenominatorType, type FractionalPercent } from '../../gen/envoy/type/v3/percent.js';
 import type { BinaryWriter } from '@bufbuild/protobuf/wire';
-import { durationMs } from '../../config/duration.js';
+import { durationMs } from '../../util/config-duration.js';
 
 /** The part of a ts-proto message namespace the builders use. */
 export interface Codec<T> {

@@ -14,7 +14,7 @@ import { HTTPFault } from '../../gen/envoy/extensions/filters/http/fault/v3/faul
 import { CorsPolicy } from '../../gen/envoy/extensions/filters/http/cors/v3/cors.js';
 import type { StringMatcher } from '../../gen/envoy/type/matcher/v3/string.js';
 import type { Any } from '../../gen/google/protobuf/any.js';
-import type { HTTPMatchRequest, HTTPRoute, HTTPRouteDestination, TrafficPolicy } from '../../model/config-kinds.js';
+import type { HTTPMatchRequest, HTTPRoute, HTTPRouteDestination, TrafficPolicy } from '../../config/spec-types.js';
 import { resolveHost } from '../../model/host.js';
 import type { PushContext } from '../../model/push-context.js';
 import type { Proxy } from '../../model/proxy.js';

@@ -10,7 +10,7 @@ import { VirtualHost_TlsRequirementType, type VirtualHost } from '../../gen/envo
 import { DownstreamTlsContext } from '../../gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
 import { ApiVersion } from '../../gen/envoy/config/core/v3/config_source.js';
 import type { ConfigObject } from '../../config/types.js';
-import type { Gateway, GatewayServer } from '../../model/config-kinds.js';
+import type { Gateway, GatewayServer } from '../../config/spec-types.js';
 import { hostMatches } from '../../model/host.js';
 import type { Proxy } from '../../model/proxy.js';
 import type { PushContext } from '../../model/push-context.js';

@@ -4,7 +4,7 @@
  * routes send to (or mirror to). An edit that touches none of them keeps the encoded routes, so a
  * push after one VirtualService edit re-encodes only the routes of the hosts that VirtualService names.
  */
-import type { HTTPRoute } from '../../model/config-kinds.js';
+import type { HTTPRoute } from '../../config/spec-types.js';
 import { resolveHost } from '../../model/host.js';
 import type { Proxy } from '../../model/proxy.js';
 import type { PushContext, ResolvedVirtualService } from '../../model/push-context.js';

@@ -13,7 +13,8 @@ import { MeshDistribution, ReportPublisher } from '../../../src/controllers/conf
 import { StatusController, type StatusControllerOptions } from '../../../src/controllers/config-status/status-controller.js';
 import { deleteNamespace } from '../../kube/helpers.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../../support/cluster.js';
-import { API_VERSION, condition, eventually, meshTestEnv, watchedStore, type StatusObject } from '../kube-env.js';
+import { API_VERSION, condition, meshTestEnv, watchedStore, type StatusObject } from '../kube-env.js';
+import { eventually } from '../../support/eventually.js';
 
 const LDS = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 
@@ -57,7 +58,7 @@ const patchSpec = (kind: string, name: string, spec: Record<string, unknown>): P
 
 /** Waits until the store holds `generation` of an object (the source saw the edit). */
 const storeAt = (kind: string, name: string, generation: number) =>
-  eventually(`${kind} ${name} generation ${generation} in the store`, () => (store.get(kind, ns, name)?.meta.generation ?? 0) >= generation);
+  eventually(`${kind} ${name} generation ${generation} in the store`, () => (store.get(kind, ns, name)?.meta.generation ?? 0) >= generation, { timeoutMs: 20_000, retryErrors: true });
 
 describe('status controller', () => {
   test('writes Reconciled and observedGeneration, and again after an edit bumps the generation', async () => {
@@ -67,7 +68,7 @@ describe('status controller', () => {
       const first = await eventually('status of generation 1', async () => {
         const o = await get('VirtualService', 'reviews-route');
         return o.status?.observedGeneration === 1 ? o : undefined;
-      });
+      }, { timeoutMs: 20_000, retryErrors: true });
       const c1 = condition(first, 'Reconciled');
       expect(c1).toMatchObject({ status: 'True', reason: 'Accepted', observedGeneration: 1, message: 'generation 1 accepted by the control plane' });
       expect(Date.parse(c1?.lastTransitionTime ?? '')).toBeGreaterThan(Date.now() - 120_000);
@@ -77,7 +78,7 @@ describe('status controller', () => {
       const second = await eventually('status of generation 2', async () => {
         const o = await get('VirtualService', 'reviews-route');
         return o.status?.observedGeneration === 2 ? o : undefined;
-      });
+      }, { timeoutMs: 20_000, retryErrors: true });
       expect(condition(second, 'Reconciled')).toMatchObject({ status: 'True', observedGeneration: 2, message: 'generation 2 accepted by the control plane' });
       // The condition stayed True, so its transition time is the first one.
       expect(condition(second, 'Reconciled')?.lastTransitionTime).toBe(c1?.lastTransitionTime);
@@ -91,15 +92,15 @@ describe('status controller', () => {
     const run = runController();
     let rv: string | undefined;
     try {
-      await eventually('status of reviews-route', async () => (await get('VirtualService', 'reviews-route')).status?.observedGeneration === 2);
+      await eventually('status of reviews-route', async () => (await get('VirtualService', 'reviews-route')).status?.observedGeneration === 2, { timeoutMs: 20_000, retryErrors: true });
       // Counted before the edit: its watch event may be handled before the patch call returns.
       const before = run.controller.stats();
       const labelled = await client.mergePatch<StatusObject>({ apiVersion: API_VERSION, kind: 'VirtualService', namespace: ns, name: 'reviews-route' }, { metadata: { labels: { team: 'shop' } } });
       rv = labelled.metadata?.resourceVersion;
       expect(labelled.metadata?.generation).toBe(2);
       // The label edit reaches the store, which queues the object again.
-      await eventually('the label in the store', () => store.get('VirtualService', ns, 'reviews-route')?.meta.labels.team === 'shop');
-      await eventually('the object reconciled again', () => run.controller.stats().reconciles > before.reconciles);
+      await eventually('the label in the store', () => store.get('VirtualService', ns, 'reviews-route')?.meta.labels.team === 'shop', { timeoutMs: 20_000, retryErrors: true });
+      await eventually('the object reconciled again', () => run.controller.stats().reconciles > before.reconciles, { timeoutMs: 20_000, retryErrors: true });
       await new Promise((r) => setTimeout(r, 500));
       expect(run.controller.stats().writes).toBe(before.writes);
       expect((await get('VirtualService', 'reviews-route')).metadata?.resourceVersion).toBe(rv);
@@ -109,7 +110,7 @@ describe('status controller', () => {
     // A new term knows nothing it wrote: it reads each object once and finds the status current.
     const next = runController();
     try {
-      await eventually('every object checked', () => next.controller.stats().unchanged >= 1);
+      await eventually('every object checked', () => next.controller.stats().unchanged >= 1, { timeoutMs: 20_000, retryErrors: true });
       await new Promise((r) => setTimeout(r, 500));
       expect(next.controller.stats().writes).toBe(0);
       expect((await get('VirtualService', 'reviews-route')).metadata?.resourceVersion).toBe(rv);
@@ -127,7 +128,7 @@ describe('status controller', () => {
       const flagged = await eventually('a validation message on ratings-route', async () => {
         const o = await get('VirtualService', 'ratings-route');
         return (o.status?.validationMessages ?? []).length > 0 ? o : undefined;
-      });
+      }, { timeoutMs: 20_000, retryErrors: true });
       expect(flagged.status?.validationMessages).toEqual([
         {
           code: 'MESH0103',
@@ -144,7 +145,7 @@ describe('status controller', () => {
       const cleared = await eventually('the message cleared', async () => {
         const o = await get('VirtualService', 'ratings-route');
         return o.status?.validationMessages === undefined ? o : undefined;
-      });
+      }, { timeoutMs: 20_000, retryErrors: true });
       expect(cleared.status?.observedGeneration).toBe(1);
     } finally {
       await run.stop();
@@ -182,7 +183,7 @@ describe('status controller', () => {
       eventually(`"${message}"`, async () => {
         const o = await get('VirtualService', 'details-route');
         return condition(o, 'Reconciled')?.message === message ? o : undefined;
-      });
+      }, { timeoutMs: 20_000, retryErrors: true });
     try {
       const all = await reconciled('2/2 proxies up to date');
       expect(condition(all, 'Reconciled')).toMatchObject({ status: 'True', reason: 'Distributed', observedGeneration: 1 });
@@ -229,7 +230,7 @@ describe('status controller', () => {
     const abort = new AbortController();
     const done = controller.run(abort.signal);
     try {
-      await eventually('the object judged gone', () => controller.stats().gone === 1);
+      await eventually('the object judged gone', () => controller.stats().gone === 1, { timeoutMs: 20_000, retryErrors: true });
       expect(controller.stats()).toMatchObject({ writes: 0, errors: 0 });
       expect(await client.find({ apiVersion: API_VERSION, kind: 'VirtualService', namespace: ns, name: 'short-lived' })).toBeUndefined();
     } finally {

@@ -11,7 +11,8 @@ import { isNotFound } from '../../../src/kube/errors.js';
 import { MeshOperatorController, loadSpecSources, type MeshOperatorResource, type SpecSources } from '../../../src/controllers/installation/mesh-operator.js';
 import { createOperatorMetrics, type OperatorMetrics } from '../../../src/controllers/installation/metrics.js';
 import { OPERATOR_FINALIZER } from '../../../src/install/operator-names.js';
-import { until } from '../../kube/helpers.js';
+import { eventually } from '../../support/eventually.js';
+import { metricValue as metricText } from '../../support/metrics-text.js';
 
 export const hex = (n = 3): string => randomBytes(n).toString('hex');
 
@@ -47,7 +48,7 @@ export async function startController(client: KubeClient, watched: string[], rev
   // Run as the operator runs it while leading: a duty until the signal aborts.
   const abort = new AbortController();
   const done = controller.run(abort.signal);
-  await until('the controller to sync', () => controller.hasSynced(), 30_000);
+  await eventually('the controller to sync', () => controller.hasSynced(), { timeoutMs: 30_000 });
   return {
     controller,
     metrics,
@@ -74,13 +75,13 @@ export function getCr(client: KubeClient, namespace: string, name: string): Prom
 export async function waitForPhase(client: KubeClient, namespace: string, name: string, phase: string, timeoutMs = 60_000): Promise<MeshOperatorResource> {
   let last: MeshOperatorResource | undefined;
   try {
-    return await until(
+    return await eventually(
       `MeshOperator ${namespace}/${name} to be ${phase}`,
       async () => {
         last = await getCr(client, namespace, name);
         return last?.status?.phase === phase && last.status.observedGeneration === last.metadata?.generation ? last : undefined;
       },
-      timeoutMs,
+      { timeoutMs },
     );
   } catch (err) {
     throw new Error(`${(err as Error).message}; last status: ${JSON.stringify(last?.status)}`, { cause: err });
@@ -127,10 +128,7 @@ export function missingFields(want: unknown, live: unknown, path = ''): string[]
   return want === live ? [] : [`${path}: want ${JSON.stringify(want)}, live ${JSON.stringify(live)}`];
 }
 
-/** A Prometheus sample value of the controller's registry (0 when absent). */
+/** A Prometheus sample value of the controller's registry (0 when absent), read as /metrics shows it. */
 export async function metricValue(metrics: OperatorMetrics, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const all = await metrics.registry.getMetricsAsJSON();
-  const m = all.find((x) => x.name === name);
-  const values = (m?.values ?? []) as Array<{ value: number; labels: Record<string, string | number> }>;
-  return values.filter((v) => Object.entries(labels).every(([k, val]) => String(v.labels[k]) === val)).reduce((n, v) => n + v.value, 0);
+  return metricText(await metrics.registry.metrics(), name, labels);
 }

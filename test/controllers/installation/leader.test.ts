@@ -8,7 +8,8 @@ import { startOperatorServer, type OperatorServer } from '../../../src/bootstrap
 import type { KubeClient } from '../../../src/kube/client.js';
 import type { KubeObject } from '../../../src/kube/types.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../../support/cluster.js';
-import { createNamespace, deleteNamespace, kubeTestEnv, until } from '../../kube/helpers.js';
+import { createNamespace, deleteNamespace, kubeTestEnv } from '../../kube/helpers.js';
+import { eventually } from '../../support/eventually.js';
 import { applyCr, ensureCrd, getCr, hex, meshOperator, removeCr, waitForPhase } from './helpers.js';
 import pino from 'pino';
 
@@ -57,12 +58,12 @@ describe('operator replicas with leader election', () => {
   it('lets one replica reconcile, and the other take over when it stops', async () => {
     const a = await replica('replica-a');
     const b = await replica('replica-b');
-    await until('a leader', () => a.leadership.isLeader() || b.leadership.isLeader(), 20_000);
+    await eventually('a leader', () => a.leadership.isLeader() || b.leadership.isLeader(), { timeoutMs: 20_000 });
     const [leader, standby] = a.leadership.isLeader() ? [a, b] : [b, a];
     expect(standby.leadership.isLeader()).toBe(false);
     expect(standby.controller.running).toBe(false);
     expect(standby.ready()).toBe(true);
-    await until('the leader to sync', () => leader.ready(), 20_000);
+    await eventually('the leader to sync', () => leader.ready(), { timeoutMs: 20_000 });
     const lease = await client.get<KubeObject & { spec?: { holderIdentity?: string } }>({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: ns, name: `mesh-operator-lock-${revision}` });
     expect(lease.spec?.holderIdentity).toBe(leader === a ? 'replica-a' : 'replica-b');
 
@@ -75,7 +76,7 @@ describe('operator replicas with leader election', () => {
     expect(standby.leadership.leadershipTerms()).toBe(0);
 
     await leader.stop();
-    await until('the standby to lead', () => standby.leadership.isLeader(), 20_000);
+    await eventually('the standby to lead', () => standby.leadership.isLeader(), { timeoutMs: 20_000 });
     await applyCr(client, meshOperator(ns, 'mesh', { profile: 'empty', revision, namespace: ns, hub: 'registry.example' }));
     const cr = await waitForPhase(client, ns, 'mesh', 'Healthy', 30_000);
     expect(cr.status?.observedGeneration).toBe(2);

@@ -16,8 +16,9 @@ import { resolveSpec } from '../../../src/install/resolve.js';
 import type { KubeClient } from '../../../src/kube/client.js';
 import { OPERATOR_FINALIZER } from '../../../src/install/operator-names.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../../support/cluster.js';
-import { createNamespace, deleteNamespace, kubeTestEnv, until } from '../../kube/helpers.js';
+import { createNamespace, deleteNamespace, kubeTestEnv } from '../../kube/helpers.js';
 import { applyCr, ensureCrd, getCr, hex, meshOperator, metricValue, missingFields, removeCr, specSources, startController, waitForPhase, type TestController } from './helpers.js';
+import { eventually } from '../../support/eventually.js';
 
 let client: KubeClient;
 let crNs: string;
@@ -118,7 +119,7 @@ describe('MeshOperator controller (in-process, real API server)', () => {
     expect(Object.keys(cr.status?.components ?? {})).toEqual(['Base']);
     const want = await expected(next);
     expect(want.some((o) => o.kind === 'Deployment')).toBe(false);
-    await until('the meshd objects to be pruned', async () => !(await owned()).some((o) => o.kind === 'Deployment' || o.kind === 'MutatingWebhookConfiguration'), 30_000);
+    await eventually('the meshd objects to be pruned', async () => !(await owned()).some((o) => o.kind === 'Deployment' || o.kind === 'MutatingWebhookConfiguration'), { timeoutMs: 30_000 });
     await compareWithCluster(want);
     expect(await metricValue(tc!.metrics, 'resource_prune_total', { kind: 'Deployment' })).toBe(1);
     expect(await metricValue(tc!.metrics, 'cache_flush_total')).toBeGreaterThanOrEqual(1);
@@ -144,13 +145,13 @@ describe('MeshOperator controller (in-process, real API server)', () => {
     expect(fixed.status?.message).toBeUndefined();
     await removeCr(client, crNs, 'broken');
     await removeCr(client, crNs, 'unknown-profile');
-    await until('the broken resources to go', async () => !(await getCr(client, crNs, 'broken')) && !(await getCr(client, crNs, 'unknown-profile')), 30_000);
+    await eventually('the broken resources to go', async () => !(await getCr(client, crNs, 'broken')) && !(await getCr(client, crNs, 'unknown-profile')), { timeoutMs: 30_000 });
   }, 90_000);
 
   it('uninstalls when the resource is deleted (finalizer), then lets it go', async () => {
     expect((await owned()).length).toBeGreaterThan(0);
     await client.delete({ apiVersion: 'install.mesh.io/v1alpha1', kind: 'MeshOperator', namespace: crNs, name });
-    await until('the resource to be gone', async () => !(await getCr(client, crNs, name)), 60_000);
+    await eventually('the resource to be gone', async () => !(await getCr(client, crNs, name)), { timeoutMs: 60_000 });
     const left = (await owned()).filter((o) => o.kind !== 'Namespace' && o.kind !== 'CustomResourceDefinition');
     expect(left.map(identity)).toEqual([]);
     expect(await metricValue(tc!.metrics, 'cr_deletion_total')).toBeGreaterThanOrEqual(1);

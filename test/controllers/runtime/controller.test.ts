@@ -12,7 +12,8 @@ import { Informer, resourceRef } from '../../../src/kube/informer.js';
 import type { KubeObject } from '../../../src/kube/types.js';
 import { createMetrics } from '../../../src/metrics/metrics.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../../support/cluster.js';
-import { configMap, createNamespace, deleteNamespace, kubeTestEnv, until, type KubeTestEnv } from '../../kube/helpers.js';
+import { configMap, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../../kube/helpers.js';
+import { eventually } from '../../support/eventually.js';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
 const silent = pino({ level: 'silent' });
@@ -46,7 +47,7 @@ describe('the reconcile contract', () => {
     for (let i = 0; i < 5; i++) trigger.enqueue('a'); // before start: dropped, nobody listens
     controller.start();
     trigger.enqueue('a');
-    await until('the first reconcile', () => runs.length === 1);
+    await eventually('the first reconcile', () => runs.length === 1, { timeoutMs: 15_000 });
     for (let i = 0; i < 5; i++) trigger.enqueue('a'); // during the reconcile: once more afterwards
     release();
     await controller.whenIdle();
@@ -73,10 +74,10 @@ describe('the reconcile contract', () => {
     );
     controller.start();
     trigger.enqueue('flaky');
-    await until('the first failure', () => (times.get('flaky')?.length ?? 0) >= 2, 2000);
+    await eventually('the first failure', () => (times.get('flaky')?.length ?? 0) >= 2, { timeoutMs: 2000 });
     trigger.enqueue('steady');
-    await until('steady reconciled', () => times.has('steady'), 500);
-    await until('four tries of flaky', () => times.get('flaky')?.length === 4, 3000);
+    await eventually('steady reconciled', () => times.has('steady'), { timeoutMs: 500 });
+    await eventually('four tries of flaky', () => times.get('flaky')?.length === 4, { timeoutMs: 3000 });
     const t = times.get('flaky') ?? [];
     const gaps = t.slice(1).map((x, i) => x - t[i]);
     // 40, 80, 160 ms
@@ -106,7 +107,7 @@ describe('the reconcile contract', () => {
     controller.start();
     const keys = Array.from({ length: 10 }, (_, i) => `k${i}`);
     for (const k of keys) trigger.enqueue(k);
-    await until('every key retried', () => retryAt.size === keys.length, 5000);
+    await eventually('every key retried', () => retryAt.size === keys.length, { timeoutMs: 5000 });
     const times = [...retryAt.values()].sort((a, b) => a - b);
     // 2 at once (the burst), the other 8 at 20 per second: at least 350 ms from first to last.
     expect(times[times.length - 1] - Math.min(...firstTry.values())).toBeGreaterThanOrEqual(350);
@@ -127,13 +128,13 @@ describe('the reconcile contract', () => {
     );
     controller.start();
     trigger.enqueue('bad');
-    await until('the first run', () => runs === 1);
+    await eventually('the first run', () => runs === 1, { timeoutMs: 15_000 });
     await tick(200);
     expect(runs).toBe(1);
     expect(await syncErrors(metrics, 'terminal-test')).toBe(1);
     expect(lines.join('')).toContain('terminal-test: bad: spec.replicas: expected number (not retried until it changes)');
     trigger.enqueue('bad'); // the object changed
-    await until('the second run', () => runs === 2);
+    await eventually('the second run', () => runs === 2, { timeoutMs: 15_000 });
     expect(await syncErrors(metrics, 'terminal-test')).toBe(2);
     expect(controller.stats()).toMatchObject({ terminal: 2, failures: 0 });
     await controller.stop();
@@ -151,7 +152,7 @@ describe('the reconcile contract', () => {
     );
     controller.start();
     trigger.enqueue('x');
-    await until('success after two failures', () => runs === 3);
+    await eventually('success after two failures', () => runs === 3, { timeoutMs: 15_000 });
     await tick(50);
     expect(runs).toBe(3);
     expect(await syncErrors(metrics, 'retry-test')).toBe(2);
@@ -172,7 +173,7 @@ describe('the reconcile contract', () => {
     );
     controller.start();
     trigger.enqueue('pending');
-    await until('four reconciles', () => seen.length === 4, 3000);
+    await eventually('four reconciles', () => seen.length === 4, { timeoutMs: 3000 });
     expect(seen.map((s) => s.retries)).toEqual([0, 1, 0, 0]);
     expect(seen[2].at - seen[1].at).toBeGreaterThanOrEqual(148);
     expect(seen[3].at - seen[2].at).toBeGreaterThanOrEqual(148);
@@ -200,7 +201,7 @@ describe('the reconcile contract', () => {
       },
     });
     controller.start();
-    await until('three resyncs of b', () => (counts.get('b') ?? 0) >= 3, 2000);
+    await eventually('three resyncs of b', () => (counts.get('b') ?? 0) >= 3, { timeoutMs: 2000 });
     expect(counts.get('a')).toBeGreaterThanOrEqual(2);
     await controller.stop();
     expect(aborted).toBe(true);
@@ -254,11 +255,11 @@ describe('the contract on a real API server', () => {
     await informer.waitForSync({ timeoutMs: 10_000 });
     const controller = mirrorController(informer, 'mirror', []);
     controller.start(); // after the cache synced: it is replayed
-    await until('the mirror of an object cached before the start', async () => (await mirror('early'))?.data?.v === '1', 10_000);
+    await eventually('the mirror of an object cached before the start', async () => (await mirror('early'))?.data?.v === '1', { timeoutMs: 10_000 });
     await env.client.mergePatch({ apiVersion: 'v1', kind: 'ConfigMap', name: 'early', namespace: ns }, { data: { v: '2' } });
-    await until('the updated mirror', async () => (await mirror('early'))?.data?.v === '2', 10_000);
+    await eventually('the updated mirror', async () => (await mirror('early'))?.data?.v === '2', { timeoutMs: 10_000 });
     await env.client.delete({ apiVersion: 'v1', kind: 'ConfigMap', name: 'early', namespace: ns });
-    await until('the mirror removed', async () => (await mirror('early')) === undefined, 10_000);
+    await eventually('the mirror removed', async () => (await mirror('early')) === undefined, { timeoutMs: 10_000 });
     await controller.stop();
     await informer.stop();
   });
@@ -281,23 +282,23 @@ describe('the contract on a real API server', () => {
     const b = replica('b');
     a.start();
     b.start();
-    const [leader, standby, mine, theirs] = await until('one leader', () => {
+    const [leader, standby, mine, theirs] = await eventually('one leader', () => {
       if (a.isLeader() && !b.isLeader()) return [a, b, reconciled.a, reconciled.b] as const;
       if (b.isLeader() && !a.isLeader()) return [b, a, reconciled.b, reconciled.a] as const;
       return undefined;
-    });
+    }, { timeoutMs: 15_000 });
     await env.client.create(configMap(ns, 'gated', { v: '1' }, { role: 'gated' }));
-    await until('the leader to mirror it', async () => (await mirror('gated'))?.data?.v === '1', 10_000);
+    await eventually('the leader to mirror it', async () => (await mirror('gated'))?.data?.v === '1', { timeoutMs: 10_000 });
     expect(mine).toContain(`${ns}/gated`);
     expect(theirs).toEqual([]);
     expect(standby.runningDuties()).toEqual([]);
 
     await leader.stop();
-    await until('the standby to lead', () => standby.isLeader(), 10_000);
+    await eventually('the standby to lead', () => standby.isLeader(), { timeoutMs: 10_000 });
     // Its controller starts with the cache replayed: the object is reconciled without an event.
-    await until('the new leader to reconcile the cached object', () => theirs.includes(`${ns}/gated`), 10_000);
+    await eventually('the new leader to reconcile the cached object', () => theirs.includes(`${ns}/gated`), { timeoutMs: 10_000 });
     await env.client.mergePatch({ apiVersion: 'v1', kind: 'ConfigMap', name: 'gated', namespace: ns }, { data: { v: '2' } });
-    await until('the new leader to mirror the edit', async () => (await mirror('gated'))?.data?.v === '2', 10_000);
+    await eventually('the new leader to mirror the edit', async () => (await mirror('gated'))?.data?.v === '2', { timeoutMs: 10_000 });
     const before = mine.length;
     await tick(300);
     expect(mine.length).toBe(before); // the old leader's controller stopped with its term

@@ -12,7 +12,8 @@ import type { KubeClient } from '../../../src/kube/client.js';
 import type { KubeObject } from '../../../src/kube/types.js';
 import { StatusController } from '../../../src/controllers/config-status/status-controller.js';
 import { deleteNamespace } from '../../kube/helpers.js';
-import { API_VERSION, condition, eventually, meshTestEnv, watchedStore, type StatusObject } from '../kube-env.js';
+import { API_VERSION, condition, meshTestEnv, watchedStore, type StatusObject } from '../kube-env.js';
+import { eventually } from '../../support/eventually.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../../support/cluster.js';
 
 const FAST_LEASE = { leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 300 };
@@ -63,13 +64,13 @@ describe('leadership', () => {
       if (one.leadership.isLeader() && !two.leadership.isLeader()) return [one, two] as const;
       if (two.leadership.isLeader() && !one.leadership.isLeader()) return [two, one] as const;
       return undefined;
-    });
+    }, { timeoutMs: 20_000, retryErrors: true });
     const lease = await client.get<KubeObject & { spec?: { holderIdentity?: string } }>({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: ns, name: 'meshd-leader-rev1' });
     expect(lease.spec?.holderIdentity).toBe(leader.leadership.identity);
-    await eventually('the follower to see the leader', () => follower.leadership.leader() === leader.leadership.identity);
+    await eventually('the follower to see the leader', () => follower.leadership.leader() === leader.leadership.identity, { timeoutMs: 20_000, retryErrors: true });
 
     await client.create({ apiVersion: API_VERSION, kind: 'VirtualService', metadata: { name: 'route', namespace: ns }, spec: { hosts: ['a'], http: [{ route: [{ destination: { host: 'a' } }] }] } });
-    await eventually('status of generation 1', async () => (await getVs('route')).status?.observedGeneration === 1);
+    await eventually('status of generation 1', async () => (await getVs('route')).status?.observedGeneration === 1, { timeoutMs: 20_000, retryErrors: true });
     expect(leader.status.stats().writes).toBeGreaterThanOrEqual(1);
     expect(leader.leadership.runningDuties()).toEqual(['status']);
     expect(follower.leadership.runningDuties()).toEqual([]);
@@ -78,7 +79,7 @@ describe('leadership', () => {
     const stoppedAt = Date.now();
     await leader.leadership.stop();
     expect(leader.leadership.runningDuties()).toEqual([]);
-    await eventually('the follower to lead', () => follower.leadership.isLeader());
+    await eventually('the follower to lead', () => follower.leadership.isLeader(), { timeoutMs: 20_000, retryErrors: true });
     // The lease was released, so the takeover does not wait for it to expire.
     expect(Date.now() - stoppedAt).toBeLessThan(FAST_LEASE.leaseDurationMs + 1500);
 
@@ -87,7 +88,7 @@ describe('leadership', () => {
     const o = await eventually('status of generation 2', async () => {
       const vs = await getVs('route');
       return vs.status?.observedGeneration === 2 ? vs : undefined;
-    });
+    }, { timeoutMs: 20_000, retryErrors: true });
     expect(condition(o, 'Reconciled')).toMatchObject({ status: 'True', observedGeneration: 2 });
     expect(follower.status.stats().reconciles).toBeGreaterThanOrEqual(1);
     expect(leader.status.stats().writes).toBe(writesBefore);
@@ -107,7 +108,7 @@ describe('leadership', () => {
       },
     });
     leadership.start();
-    await eventually('the duty running again', () => runs === 2 && leadership.runningDuties().includes('wle-cleanup'));
+    await eventually('the duty running again', () => runs === 2 && leadership.runningDuties().includes('wle-cleanup'), { timeoutMs: 20_000, retryErrors: true });
     let lateSignal: AbortSignal | undefined;
     leadership.add({
       name: 'webhook-patch',

@@ -4,7 +4,7 @@
  * ./controller.test.ts.
  */
 import { WorkQueue } from '../../../src/controllers/runtime/workqueue.js';
-import { until } from '../../kube/helpers.js';
+import { eventually } from '../../support/eventually.js';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
 
@@ -37,7 +37,7 @@ describe('work queue', () => {
     const workers = runWorkers(q, 2, async (k) => {
       seen.push(k);
     });
-    await until('both keys', () => seen.length === 2);
+    await eventually('both keys', () => seen.length === 2, { timeoutMs: 15_000 });
     await q.shutdown();
     await workers;
     expect(seen.sort()).toEqual(['a', 'b']);
@@ -60,7 +60,7 @@ describe('work queue', () => {
     await tick(10); // x is being processed by one worker
     q.add('x');
     q.add('x');
-    await until('two runs of x', () => runs.filter((r) => r === 'end x').length === 2, 2000);
+    await eventually('two runs of x', () => runs.filter((r) => r === 'end x').length === 2, { timeoutMs: 2000 });
     await tick(100);
     expect(runs).toEqual(['start x', 'end x', 'start x', 'end x']);
     expect(maxActive).toBe(1);
@@ -79,7 +79,7 @@ describe('work queue', () => {
       active--;
     });
     ['a', 'b', 'c'].forEach((k) => q.add(k));
-    await until('all done', () => q.stats().processing === 0 && q.length === 0 && maxActive > 0);
+    await eventually('all done', () => q.stats().processing === 0 && q.length === 0 && maxActive > 0, { timeoutMs: 15_000 });
     await tick(60);
     expect(maxActive).toBe(3);
     await q.shutdown();
@@ -96,7 +96,7 @@ describe('work queue', () => {
       else q.forget(k);
     });
     q.add('flaky');
-    await until('four tries', () => times.length === 4, 3000);
+    await eventually('four tries', () => times.length === 4, { timeoutMs: 3000 });
     const gaps = times.slice(1).map((t, i) => t - times[i]);
     // 40, 80, 160 ms
     expect(gaps[0]).toBeGreaterThanOrEqual(38);

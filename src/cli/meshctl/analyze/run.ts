@@ -172,7 +172,7 @@ export async function runAnalyze(opts: AnalyzeOptions): Promise<CommandOutcome> 
 
 async function meshSettings(opts: AnalyzeOptions, fromCluster: { readonly text: string; readonly origin: string } | undefined): Promise<MeshSettings> {
   const { parseMeshConfig, meshSettingsFrom } = await import('../../../bootstrap/mesh-config.js');
-  const { ConfigError } = await import('../../../config/config-error.js');
+  const { ConfigError } = await import('../../../util/config-error.js');
   const base = { domain: 'cluster.local', clusterId: 'Kubernetes' };
   let text: string | undefined;
   let origin = '';

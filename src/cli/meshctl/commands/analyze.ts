@@ -79,7 +79,7 @@ export function register(program: Command, cli: Cli): Command {
         files.push(...args);
         const { listAnalyzers, runAnalyze } = await import('../analyze/run.js');
         if (listOnly) return listAnalyzers();
-        const { durationMs, isDuration } = await import('../../../config/duration.js');
+        const { durationMs, isDuration } = await import('../../../util/config-duration.js');
         if (!isDuration(opts.timeout)) throw new CliError(`--timeout: ${JSON.stringify(opts.timeout)} is not a duration (e.g. 30s, 1m)`);
         if (!useCluster && files.length === 0) throw new CliError('--use-cluster=false: give at least one file or directory to analyze');
         const globals = globalOptions(self);

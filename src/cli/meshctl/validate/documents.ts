@@ -11,9 +11,10 @@
  * - anything else (ConfigMaps, gateway-api objects, CRDs of other projects, the install
  *   group): skipped, with a note.
  */
-import { parseAllDocuments } from 'yaml';
 import { kindByName } from '../../../config/kinds.js';
 import { parseConfigDocuments } from '../../../config/parse.js';
+import { isRecord } from '../../../util/record.js';
+import { readYamlDocuments, yamlValue } from '../../../util/yaml.js';
 import type { ConfigObject } from '../../../config/types.js';
 import { splitOrigin, type Finding } from './findings.js';
 import { WORKLOAD_KINDS, checkWorkload } from './workloads.js';
@@ -27,8 +28,6 @@ export interface DocumentsResult {
 }
 
 type Route = { readonly type: 'mesh' } | { readonly type: 'workload'; readonly kind: string; readonly doc: Record<string, unknown> } | { readonly type: 'skip'; readonly why: string };
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function route(value: unknown): Route {
   if (!isRecord(value)) return { type: 'mesh' }; // parse.ts explains what is wrong
@@ -57,13 +56,13 @@ function identity(value: Record<string, unknown>, defaultNamespace: string): Pic
 }
 
 export function validateDocuments(text: string, file: string, defaultNamespace: string): DocumentsResult {
-  // Split the same way parse.ts does (same library, same 1.1 rules), so document numbers agree.
-  const docs = parseAllDocuments(text, { version: '1.1' });
+  // Read the way parse.ts reads (src/util/yaml.ts), so document numbers agree.
+  const docs = readYamlDocuments(text);
   const routes: (Route | undefined)[] = docs.map((doc) => {
     if (doc.errors.length > 0) return { type: 'mesh' };
     let value: unknown;
     try {
-      value = doc.toJS({ maxAliasCount: 100 });
+      value = yamlValue(doc);
     } catch {
       return { type: 'mesh' };
     }

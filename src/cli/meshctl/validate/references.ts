@@ -16,7 +16,7 @@
 import { MemoryConfigStore } from '../../../config/store.js';
 import type { ConfigObject } from '../../../config/types.js';
 import { join } from '../../../config/validation/common.js';
-import type { DestinationRule, ServiceEntry, VirtualService } from '../../../model/config-kinds.js';
+import type { DestinationRule, ServiceEntry, VirtualService } from '../../../config/spec-types.js';
 import { resolveHost } from '../../../model/host.js';
 import { DEFAULT_MESH_SETTINGS } from '../../../model/mesh-settings.js';
 import { PushContext } from '../../../model/push-context.js';

@@ -17,6 +17,7 @@
 import { join } from '../../../config/validation/common.js';
 import { parseProtocol } from '../../../model/service.js';
 import { portProtocol } from '../../../registry/kube/convert.js';
+import { isRecord } from '../../../util/record.js';
 import type { Level } from './findings.js';
 
 /** The kinds checked here, by `apiVersion`. */
@@ -41,7 +42,6 @@ const CANONICAL_NAME = 'service.mesh.io/canonical-name';
 const CANONICAL_REVISION = 'service.mesh.io/canonical-revision';
 
 type Rec = Record<string, unknown>;
-const isRecord = (v: unknown): v is Rec => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The object at `path` of `root`, or undefined when a step is missing or not a mapping. */
 function at(root: Rec, ...path: string[]): Rec | undefined {

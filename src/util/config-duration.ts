@@ -4,7 +4,7 @@
  * convert with `durationMs()`.
  */
 
-import { parseDuration } from '../util/duration.js';
+import { parseDuration } from './duration.js';
 
 /** One or more `<number><unit>` terms; units ns, us, µs, ms, s, m, h. No sign: config durations are never negative. */
 export const DURATION_PATTERN = /^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;

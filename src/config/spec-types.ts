@@ -1,5 +1,6 @@
 /**
- * Spec types of the config kinds the model reads, from the generated config API (proto/ → src/gen/config).
+ * Spec types of the config kinds (and of their parts) that the model, the generators and the analyzers
+ * read, from the generated config API (proto/ → src/gen/config).
  */
 export type {
   VirtualService,

@@ -12,8 +12,8 @@ import { DEFAULT_MESH_SETTINGS } from '../../src/model/mesh-settings.js';
 import { DEFAULT_FEATURES } from '../../src/model/push-context.js';
 import { AggregateRegistry } from '../../src/registry/aggregate.js';
 import { ServiceEntryRegistry } from '../../src/registry/service-entry.js';
-import { Debouncer } from '../../src/xds/debounce.js';
-import { mergePushRequests, pushRequest, type PushRequest } from '../../src/xds/push-request.js';
+import { Debouncer } from '../../src/model/debounce.js';
+import { mergePushRequests, pushRequest, type PushRequest } from '../../src/model/push-request.js';
 
 function recorder(): { fired: PushRequest[]; firedAt: number[]; fire: (r: PushRequest) => void } {
   const fired: PushRequest[] = [];

@@ -1,5 +1,6 @@
 /** Which xDS types a push regenerates, by its causes. */
-import { affectedTypes, mergePushRequests, pushRequest } from '../../src/xds/push-request.js';
+import { mergePushRequests, pushRequest } from '../../src/model/push-request.js';
+import { affectedTypes } from '../../src/xds/affected-types.js';
 import { TypeUrl } from '../../src/xds/types.js';
 
 const sorted = (s: ReadonlySet<string>): string[] => [...s].sort();

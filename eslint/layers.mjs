@@ -1,0 +1,92 @@
+/**
+ * The layers of src/, as data: the one place to edit when a folder is added, moved or removed
+ * (docs/adr/0033-layer-rule.md). Bottom to top; a folder may import its own layer and the layers
+ * below it, never a layer above. `npm run lint` enforces it (import-x/no-restricted-paths on
+ * resolved paths, type-only imports included), and test/lint/ checks that every folder of src/ is
+ * listed here and that no folder cycle remains (scripts/folder-cycles.mjs).
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Folders directly under src/, grouped by layer, bottom first. */
+export const LAYERS = [
+  /* 0 */ ['util', 'version', 'metrics', 'log'],
+  /* 1 */ ['kube', 'config', 'gen'],
+  /* 2 */ ['model'],
+  /* 3 */ ['registry'],
+  // install is a library below the writers: the installation reconciler (src/controllers/installation)
+  // and meshctl's commands call its engine; it imports nothing above model.
+  /* 4 */ ['xds', 'analysis', 'install'],
+  // every writer back to the cluster (src/controllers/<what>/, docs/adr/0030) and the HTTP servers
+  /* 5 */ ['server', 'controllers'],
+  // wires the daemon's and the operator's servers and controllers
+  /* 6 */ ['bootstrap'],
+  /* 7 */ ['cli'],
+];
+
+/**
+ * Imports that go up today, allowed until the change named in `why` lands. `from` is a folder or a
+ * file under src/, `to` a folder under src/. Only for imports another change is removing: an
+ * exception no import needs any more fails test/lint/folder-cycles.test.ts, so the list only
+ * shrinks. Empty since the controllers move (docs/adr/0030) removed the last upward imports.
+ */
+export const EXCEPTIONS = [];
+
+/** Layer index of a folder under src/, or undefined when the table does not list it. */
+export function layerOf(folder) {
+  const i = LAYERS.findIndex((layer) => layer.includes(folder));
+  return i < 0 ? undefined : i;
+}
+
+/** Folders a file of `folder` may not import: those of higher layers. */
+export function forbiddenFor(folder) {
+  const own = layerOf(folder);
+  if (own === undefined) throw new Error(`eslint/layers.mjs: src/${folder} is in no layer`);
+  return LAYERS.slice(own + 1).flat();
+}
+
+function zones(folder, allowed = []) {
+  const own = layerOf(folder);
+  return forbiddenFor(folder)
+    .filter((up) => !allowed.includes(up))
+    .map((up) => ({
+      target: `./src/${folder}`,
+      from: `./src/${up}`,
+      message: `src/${folder} (layer ${own}) may not import src/${up} (layer ${layerOf(up)}): layers point down (eslint/layers.mjs).`,
+    }));
+}
+
+function rule(folder, allowed) {
+  const z = zones(folder, allowed);
+  // the top layer has nothing above it
+  return { 'import-x/no-restricted-paths': z.length === 0 ? 'off' : ['error', { basePath: REPO_ROOT, zones: z }] };
+}
+
+function filesOf(from) {
+  return from.endsWith('.ts') ? [`src/${from}`] : [`src/${from}/**/*.ts`];
+}
+
+/**
+ * Flat-config blocks for `exceptions`, to follow the folders' blocks. A later block's options replace
+ * the earlier ones for the files it matches, so an exception restates its folder's zones minus the
+ * excepted one; exceptions on a file therefore also keep the exceptions of its folder.
+ */
+export function exceptionConfigs(exceptions = EXCEPTIONS) {
+  // folder-wide exceptions first, so that a file's block (which keeps them) comes after its folder's
+  const ordered = [...exceptions].sort((a, b) => Number(a.from.endsWith('.ts')) - Number(b.from.endsWith('.ts')));
+  return ordered.map((e) => {
+    const folder = e.from.split('/')[0];
+    const allowed = exceptions.filter((o) => o.from.split('/')[0] === folder && (o.from === folder || o.from === e.from)).map((o) => o.to);
+    return { files: filesOf(e.from), rules: rule(folder, allowed) };
+  });
+}
+
+/** Flat-config blocks: one per folder, then those of the exceptions. */
+export function layerConfigs() {
+  const blocks = LAYERS.flat()
+    .filter((folder) => folder !== 'gen') // generated, not linted; imports into it are checked
+    .map((folder) => ({ files: [`src/${folder}/**/*.ts`], rules: rule(folder) }));
+  return [...blocks, ...exceptionConfigs()];
+}

@@ -1,0 +1,31 @@
+import type { PushRequest } from '../model/push-request.js';
+import { PUSH_ORDER, TypeUrl, type XdsTypeUrl } from './types.js';
+
+/**
+ * The xDS types a change of a config kind can alter, for kinds that do not reach every type: routing
+ * rules and gateways shape listeners and routes only (clusters and endpoints come from services and
+ * destination rules). Kinds not listed may alter any type.
+ */
+const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
+  VirtualService: [TypeUrl.Listener, TypeUrl.Route],
+  Gateway: [TypeUrl.Listener, TypeUrl.Route],
+};
+
+/**
+ * The types a push has to regenerate: only EDS for an endpoint push; for a push caused only by
+ * config kinds listed above, their types; otherwise every type.
+ */
+export function affectedTypes(req: PushRequest): ReadonlySet<XdsTypeUrl> {
+  if (!req.full) return new Set([TypeUrl.Endpoint]);
+  const onlyConfig = req.configKinds.size > 0 && [...req.reasons.keys()].every((r) => r === 'config');
+  if (!onlyConfig) return ALL_TYPES;
+  const out = new Set<XdsTypeUrl>();
+  for (const kind of req.configKinds) {
+    const types = TYPES_BY_KIND[kind];
+    if (!types) return ALL_TYPES;
+    for (const t of types) out.add(t);
+  }
+  return out;
+}
+
+const ALL_TYPES: ReadonlySet<XdsTypeUrl> = new Set(PUSH_ORDER);
