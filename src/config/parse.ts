@@ -4,13 +4,14 @@
  * `origin#index` (0-based), kind/name when they could be read, and the field path; the good
  * documents of the same text still load.
  *
- * YAML follows the 1.1 rules the Kubernetes tooling applies (bare yes/no/on/off are booleans,
- * 0777 is octal), so a file means the same here as when applied to a cluster; timestamps and
- * base-60 numbers stay strings, as they do there.
+ * YAML is read as Kubernetes reads it (kube-yaml.ts: bare yes/no/on/off are booleans, 0777 is
+ * octal, `.`, timestamps and base-60 numbers stay strings, `[2001:db8::]` is a list of one
+ * address), so a file means the same here as when applied to a cluster.
  */
-import { parseAllDocuments, type Document, type Tags } from 'yaml';
+import type { Document } from 'yaml';
 import type { z } from 'zod';
 import { CONFIG_KINDS, kindByName, type KindDefinition } from './kinds.js';
+import { parseKubeYamlDocuments } from './kube-yaml.js';
 import type { ConfigMeta, ConfigObject, ConfigRejection } from './types.js';
 import { type ConfigIssue, isDns1123Label, isDns1123Subdomain, join } from './validation/common.js';
 
@@ -22,9 +23,6 @@ export interface ParseResult {
 const TOP_LEVEL_FIELDS = new Set(['apiVersion', 'kind', 'metadata', 'spec', 'status']);
 const MAX_ALIASES = 100;
 
-function withoutTimestamps(tags: Tags): Tags {
-  return tags.filter((t) => typeof t === 'string' || (t.tag !== 'tag:yaml.org,2002:timestamp' && t.format !== 'TIME'));
-}
 
 /**
  * What one document of a text parsed to, reusable when the same document comes again at the same
@@ -33,7 +31,6 @@ function withoutTimestamps(tags: Tags): Tags {
  */
 export type DocumentCache = Map<string, ConfigObject>;
 
-const YAML_OPTIONS = { version: '1.1', customTags: withoutTimestamps, uniqueKeys: true, prettyErrors: true } as const;
 
 /**
  * Parses every document of `text`. With `cache` (what the previous parse of the same origin left in
@@ -73,7 +70,7 @@ export function parseConfigDocuments(text: string, origin: string, defaultNamesp
 type DocumentResult = ConfigObject | ConfigRejection | undefined;
 
 function parseWhole(text: string, origin: string, defaultNamespace: string): DocumentResult[] {
-  return parseAllDocuments(text, YAML_OPTIONS).map((doc, index) => parseDocument(doc, `${origin}#${index}`, defaultNamespace));
+  return parseKubeYamlDocuments(text).map((doc, index) => parseDocument(doc, `${origin}#${index}`, defaultNamespace));
 }
 
 /**
@@ -94,10 +91,10 @@ function parseByDocument(text: string, origin: string, defaultNamespace: string,
       next.set(key, known);
       continue;
     }
-    let docs = parseAllDocuments(piece.text, YAML_OPTIONS);
+    let docs = parseKubeYamlDocuments(piece.text);
     if (docs.length !== 1) return undefined;
     // A broken document is parsed again behind blank lines, so its errors name the lines of the whole text.
-    if (docs[0].errors.length > 0 && piece.line > 0) docs = parseAllDocuments('\n'.repeat(piece.line) + piece.text, YAML_OPTIONS);
+    if (docs[0].errors.length > 0 && piece.line > 0) docs = parseKubeYamlDocuments('\n'.repeat(piece.line) + piece.text);
     const result = parseDocument(docs[0], `${origin}#${index}`, defaultNamespace);
     if (result && !('issues' in result)) next.set(key, result);
     results.push(result);

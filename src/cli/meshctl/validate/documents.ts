@@ -11,8 +11,8 @@
  * - anything else (ConfigMaps, gateway-api objects, CRDs of other projects, the install
  *   group): skipped, with a note.
  */
-import { parseAllDocuments } from 'yaml';
 import { kindByName } from '../../../config/kinds.js';
+import { parseKubeYamlDocuments } from '../../../config/kube-yaml.js';
 import { parseConfigDocuments } from '../../../config/parse.js';
 import type { ConfigObject } from '../../../config/types.js';
 import { splitOrigin, type Finding } from './findings.js';
@@ -58,7 +58,7 @@ function identity(value: Record<string, unknown>, defaultNamespace: string): Pic
 
 export function validateDocuments(text: string, file: string, defaultNamespace: string): DocumentsResult {
   // Split the same way parse.ts does (same library, same 1.1 rules), so document numbers agree.
-  const docs = parseAllDocuments(text, { version: '1.1' });
+  const docs = parseKubeYamlDocuments(text);
   const routes: (Route | undefined)[] = docs.map((doc) => {
     if (doc.errors.length > 0) return { type: 'mesh' };
     let value: unknown;

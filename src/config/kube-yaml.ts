@@ -1,0 +1,144 @@
+/**
+ * YAML read the way Kubernetes reads it. `kubectl` and the API server turn YAML into JSON with
+ * sigs.k8s.io/yaml (a go-yaml v2 fork), so a document here must mean what it means there:
+ *
+ * - plain scalars resolve by go-yaml v2's rules, which are neither YAML 1.1 nor 1.2:
+ *   `y`/`yes`/`on`/`true` (and capitalised forms) are true, `n`/`no`/`off`/`false` false,
+ *   `~`/`null`/empty null; a scalar that starts with a digit or sign is an integer when Go's
+ *   `ParseInt(s, 0, 64)` reads it with the underscores removed (`0777` and `0o777` octal, `0x`,
+ *   `0b`), else a float when it has the YAML float shape (`1.`, `.5`, `1e3`), else a string;
+ *   `.inf`/`.nan` are floats (which JSON cannot hold, so the document is refused). Everything else
+ *   stays a string: `.`, `1:20`, timestamps, `0x1p-2`, `+inf`;
+ * - in a flow collection a `:` directly followed by `,`, `]` or `}` does not end a plain scalar,
+ *   so `[2001:db8::, fe80::]` is a list of two addresses (the YAML 1.2 reading is two mappings).
+ *
+ * Checked against sigs.k8s.io/yaml v1.6.0 (docs/adr/0045). Keys resolve the same way and become
+ * strings (`yes:` is the key "true"), as in the JSON Kubernetes makes.
+ */
+import { isScalar, isSeq, parseAllDocuments, Scalar, visit, type Document, type DocumentOptions, type ParseOptions, type SchemaOptions, type Tags } from 'yaml';
+
+const NULL = /^(?:~|null|Null|NULL)?$/;
+const TRUE = /^(?:y|Y|yes|Yes|YES|true|True|TRUE|on|On|ON)$/;
+const FALSE = /^(?:n|N|no|No|NO|false|False|FALSE|off|Off|OFF)$/;
+/** go-yaml's float shape, applied after the underscores are removed. */
+const FLOAT_SHAPE = /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$/;
+const INT_FORMS: ReadonlyArray<[RegExp, number]> = [
+  [/^0[xX]([0-9a-fA-F]+)$/, 16],
+  [/^0[oO]([0-7]+)$/, 8],
+  [/^0[bB]([01]+)$/, 2],
+  [/^0([0-7]+)$/, 8],
+  [/^([1-9][0-9]*|0)$/, 10],
+];
+const INT64_MAX = 2n ** 63n - 1n;
+const UINT64_MAX = 2n ** 64n - 1n;
+
+/** An integer as Go's ParseInt/ParseUint with base 0 read it, or undefined. */
+function goInteger(text: string): number | undefined {
+  const negative = text.startsWith('-');
+  const body = text.startsWith('-') || text.startsWith('+') ? text.slice(1) : text;
+  for (const [form, base] of INT_FORMS) {
+    const m = form.exec(body);
+    if (!m) continue;
+    let value = 0n;
+    for (const ch of m[1]) value = value * BigInt(base) + BigInt(parseInt(ch, base));
+    const limit = negative ? INT64_MAX + 1n : text.startsWith('+') ? INT64_MAX : UINT64_MAX;
+    if (value > limit) return undefined;
+    return Number(negative ? -value : value);
+  }
+  return undefined;
+}
+
+/** A plain scalar that starts like a number (digit, sign or dot), resolved as go-yaml v2 does. */
+function resolveNumeric(text: string, onError: (message: string) => void): unknown {
+  switch (text) {
+    case '.inf':
+    case '.Inf':
+    case '.INF':
+    case '+.inf':
+    case '+.Inf':
+    case '+.INF':
+    case '-.inf':
+    case '-.Inf':
+    case '-.INF':
+    case '.nan':
+    case '.NaN':
+    case '.NAN':
+      onError(`${text} is not a number JSON can hold (Kubernetes refuses it too); quote it for a string`);
+      return text;
+  }
+  if (text.startsWith('.')) {
+    const f = FLOAT_SHAPE.test(text) ? Number(text) : NaN;
+    return Number.isFinite(f) ? f : text;
+  }
+  const plain = text.replace(/_/g, '');
+  const int = goInteger(plain);
+  if (int !== undefined) return int;
+  if (FLOAT_SHAPE.test(plain)) {
+    const f = Number(plain);
+    if (Number.isFinite(f)) return f;
+  }
+  return text;
+}
+
+const STR = 'tag:yaml.org,2002:str';
+
+/** The plain-scalar resolvers of go-yaml v2, replacing the library's own (collections, `!!str`, `!!binary` and `<<` stay). */
+function kubeTags(tags: Tags): Tags {
+  const kept = tags.filter((t) => typeof t !== 'string' && (t.collection !== undefined || t.tag === STR || t.tag.endsWith(':binary') || t.tag.endsWith(':merge')));
+  return [
+    { tag: 'tag:yaml.org,2002:null', test: NULL, default: true, resolve: () => null },
+    { tag: 'tag:yaml.org,2002:bool', test: TRUE, default: true, resolve: () => true },
+    { tag: 'tag:yaml.org,2002:bool', test: FALSE, default: true, resolve: () => false },
+    { tag: 'tag:yaml.org,2002:float', test: /^[-+0-9.]/, default: true, resolve: (s: string, onError: (m: string) => void) => resolveNumeric(s, onError) },
+    ...kept,
+  ];
+}
+
+export const KUBE_YAML_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
+  version: '1.1',
+  customTags: kubeTags,
+  merge: true,
+  uniqueKeys: true,
+  prettyErrors: true,
+};
+
+/**
+ * In flow lists, turns the one-pair mappings that go-yaml reads as one plain scalar back into that
+ * scalar: `[fe80::]` parses (1.2 rules) as `[{"fe80:": null}]`, a key written plain and followed
+ * directly by `:` and a flow indicator, with no value.
+ */
+function joinFlowColons(doc: Document.Parsed, text: string): void {
+  visit(doc, {
+    Map(_, map, path) {
+      const parent = path[path.length - 1];
+      if (!map.flow || !isSeq(parent) || !parent.flow || map.items.length !== 1) return undefined;
+      const { key, value } = map.items[0];
+      if (!isScalar(key) || key.type !== 'PLAIN' || !key.range) return undefined;
+      if (value !== null && !(isScalar(value) && value.value === null && value.source === '')) return undefined;
+      const end = key.range[1];
+      if (text[end] !== ':' || !',]}'.includes(text[end + 1] ?? '')) return undefined;
+      const source = `${String(key.source)}:`;
+      const scalar = new Scalar(source);
+      scalar.source = source;
+      scalar.type = 'PLAIN';
+      scalar.range = [key.range[0], end + 1, end + 1];
+      return scalar;
+    },
+  });
+}
+
+/** The documents of a YAML stream, read with Kubernetes' rules. */
+export function parseKubeYamlDocuments(text: string): Document.Parsed[] {
+  const docs: Document.Parsed[] = parseAllDocuments(text, KUBE_YAML_OPTIONS);
+  for (const doc of docs) if (doc.errors.length === 0) joinFlowColons(doc, text);
+  return docs;
+}
+
+/** The JSON-like value of a parsed document (aliases bounded), or an error message. */
+export function kubeYamlValue(doc: Document.Parsed, maxAliasCount = 100): { value: unknown } | { error: string } {
+  try {
+    return { value: doc.toJS({ maxAliasCount }) };
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
