@@ -12,8 +12,8 @@ import type { Document } from 'yaml';
 import type { z } from 'zod';
 import { CONFIG_KINDS, kindByName, type KindDefinition } from './kinds.js';
 import { parseKubeYamlDocuments } from './kube-yaml.js';
-import type { ConfigMeta, ConfigObject, ConfigRejection } from './types.js';
-import { type ConfigIssue, isDns1123Label, isDns1123Subdomain, join } from './validation/common.js';
+import type { ConfigMeta, ConfigObject, ConfigRejection, FieldIssue } from './types.js';
+import { type ConfigIssue, isDns1123Label, isDns1123Subdomain, isWarning, join } from './validation/common.js';
 
 export interface ParseResult {
   readonly objects: ConfigObject[];
@@ -204,10 +204,81 @@ function buildObject(value: unknown, origin: string, defaultNamespace: string): 
   const rawSpec = value.spec === undefined || value.spec === null ? {} : dropNulls(value.spec);
   if (!isRecord(rawSpec)) return reject([{ path: 'spec', message: 'spec must be a mapping' }]);
   const parsed = def.schema.safeParse(rawSpec, { reportInput: true });
-  if (!parsed.success) return reject(parsed.error.issues.flatMap((i) => formatSchemaIssue(i, 'spec')));
-  const semantic = def.validate(parsed.data);
-  if (semantic.length > 0) return reject(semantic);
-  return { meta, spec: deepFreeze(parsed.data) };
+  const context = { namespace: meta.namespace, name: meta.name, annotations: meta.annotations };
+  if (!parsed.success) {
+    const errors = parsed.error.issues.flatMap((i) => formatSchemaIssue(i, 'spec'));
+    const salvaged = salvage(def, rawSpec);
+    return { ...reject(errors), ...(salvaged !== undefined ? { salvaged: { meta, spec: deepFreeze(salvaged) } } : {}) };
+  }
+  const semantic = def.validate(parsed.data, context);
+  const errors = semantic.filter((i) => !isWarning(i)).map(plainIssue);
+  const warnings = semantic.filter(isWarning).map(plainIssue);
+  const spec = deepFreeze(parsed.data);
+  if (errors.length > 0) return { ...reject(errors), ...(warnings.length > 0 ? { warnings } : {}), salvaged: { meta, spec } };
+  return warnings.length > 0 ? { meta, spec, warnings: Object.freeze(warnings) } : { meta, spec };
+}
+
+const plainIssue = (i: ConfigIssue): FieldIssue => ({ path: i.path, message: i.message });
+
+const MAX_SALVAGE_ROUNDS = 5;
+
+/**
+ * The spec with the fields its schema refuses left out, so the rest can be analysed; undefined
+ * when a required field is missing or the schema still refuses it after a few rounds.
+ */
+function salvage(def: KindDefinition, raw: Record<string, unknown>): unknown {
+  let spec: unknown = structuredClone(raw);
+  for (let round = 0; round < MAX_SALVAGE_ROUNDS; round++) {
+    const r = def.schema.safeParse(spec);
+    if (r.success) return r.data;
+    for (const issue of r.error.issues) {
+      const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+      if (issue.code === 'unrecognized_keys') for (const k of issue.keys) removeAt(spec, [...path, k]);
+      else if (issue.code === 'invalid_type' && issue.input === undefined) return undefined; // a required field is missing
+      else if (path.length === 0) return undefined;
+      else removeAt(spec, path);
+    }
+    spec = compactLists(spec);
+  }
+  return undefined;
+}
+
+/** Removes the value at `path` (list items become holes, closed by compactLists). */
+function removeAt(root: unknown, path: ReadonlyArray<string | number>): void {
+  let cur: unknown = root;
+  for (const p of path.slice(0, -1)) {
+    if (typeof cur !== 'object' || cur === null) return;
+    cur = (cur as Record<string | number, unknown>)[p];
+  }
+  const last = path[path.length - 1];
+  if (Array.isArray(cur) && typeof last === 'number') cur[last] = HOLE;
+  else if (isRecord(cur)) delete cur[String(last)];
+}
+
+const HOLE = Symbol('removed');
+
+function compactLists(value: unknown): unknown {
+  if (Array.isArray(value)) return value.filter((v) => v !== HOLE).map(compactLists);
+  if (!isRecord(value)) return value;
+  for (const [k, v] of Object.entries(value)) value[k] = compactLists(v);
+  return value;
+}
+
+/** What the validating webhook answers for one object: the errors that refuse it and the warnings. */
+export interface AdmissionVerdict {
+  readonly errors: ReadonlyArray<FieldIssue>;
+  readonly warnings: ReadonlyArray<FieldIssue>;
+}
+
+/**
+ * Validates one decoded object as every other entry point does (files, the CRD source, `meshctl
+ * validate`) and says what an admission review should return: errors refuse it, warnings go back
+ * to the client.
+ */
+export function admissionVerdict(value: unknown, defaultNamespace: string): AdmissionVerdict {
+  const r = buildObject(value, 'admission', defaultNamespace);
+  if ('issues' in r) return { errors: r.issues, warnings: r.warnings ?? [] };
+  return { errors: [], warnings: r.warnings ?? [] };
 }
 
 function checkKind(value: Record<string, unknown>, issues: ConfigIssue[]): KindDefinition | undefined {

@@ -80,6 +80,15 @@ export function validateDocuments(text: string, file: string, defaultNamespace: 
     for (const issue of r.issues) {
       findings.push({ level: 'Error', file, index, kind: r.kind, namespace: r.namespace, name: r.name, path: issue.path, message: issue.message });
     }
+    for (const issue of r.warnings ?? []) {
+      findings.push({ level: 'Warning', file, index, kind: r.kind, namespace: r.namespace, name: r.name, path: issue.path, message: issue.message });
+    }
+  }
+  for (const o of objects) {
+    const { index } = splitOrigin(o.meta.origin ?? '');
+    for (const issue of o.warnings ?? []) {
+      findings.push({ level: 'Warning', file, index, kind: o.meta.gvk.kind, namespace: o.meta.namespace, name: o.meta.name, path: issue.path, message: issue.message });
+    }
   }
   routes.forEach((r, index) => {
     if (r === undefined || r.type === 'mesh') return;
