@@ -54,7 +54,6 @@ export function validateAuthorizationPolicy(spec: AuthorizationPolicy, path = 's
     });
     (rule.when ?? []).forEach((c, j) => {
       const cp = join(p, 'when', j);
-      if (c.key === '') issues.add(join(cp, 'key'), 'the condition key is required');
       if ((c.values?.length ?? 0) === 0 && (c.notValues?.length ?? 0) === 0) {
         issues.add(cp, `condition on "${c.key}" needs values or notValues`);
       }
