@@ -99,6 +99,8 @@ export const destinationRuleSubsetsAnalyzer: Analyzer = {
       const svc = kube.services.find((s) => s.name === m[1] && s.namespace === m[2]);
       if (!svc?.selector || Object.keys(svc.selector).length === 0) continue;
       const pods = input.workloads.filter((w) => w.namespace === svc.namespace && labelsMatch(svc.selector, w.labels));
+      // A Service without pods says nothing about its subsets.
+      if (pods.length === 0) continue;
       (dr.spec.subsets ?? []).forEach((s, i) => {
         if (!s.labels || Object.keys(s.labels).length === 0) return;
         if (pods.some((p) => labelsMatch(s.labels, p.labels))) return;

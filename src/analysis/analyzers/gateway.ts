@@ -61,7 +61,8 @@ export const gatewayCredentialsAnalyzer: Analyzer = {
   codes: [MESSAGES.InvalidGatewayCredential.code],
   analyze(input: AnalysisInput): Finding[] {
     const kube = input.kube;
-    if (!kube) return [];
+    // Without any Secret in view (files without Secrets, or Secrets the user may not list) nothing can be told.
+    if (!kube || kube.secrets.length === 0) return [];
     const out: Finding[] = [];
     for (const gw of input.configs.list<Gateway>('Gateway')) {
       const picked = gatewayWorkloads(input, gw);

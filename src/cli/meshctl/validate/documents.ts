@@ -14,6 +14,7 @@
 import { kindByName } from '../../../config/kinds.js';
 import { parseKubeYamlDocuments } from '../../../config/kube-yaml.js';
 import { parseConfigDocuments } from '../../../config/parse.js';
+import { isWorldKind } from '../../../analysis/world.js';
 import type { ConfigObject } from '../../../config/types.js';
 import { splitOrigin, type Finding } from './findings.js';
 import { WORKLOAD_KINDS, checkWorkload } from './workloads.js';
@@ -21,6 +22,10 @@ import { WORKLOAD_KINDS, checkWorkload } from './workloads.js';
 export interface DocumentsResult {
   /** The valid mesh config objects (their `meta.origin` is `file#n`). */
   readonly objects: ConfigObject[];
+  /** What can still be analysed of the refused mesh config objects (see ConfigRejection.salvaged). */
+  readonly salvaged: ConfigObject[];
+  /** The documents of the Kubernetes kinds the analysis reads (analysis/world.ts), as decoded. */
+  readonly kubeObjects: unknown[];
   readonly findings: Finding[];
   /** Documents in the input, empty ones excluded. */
   readonly documents: number;
@@ -59,6 +64,7 @@ function identity(value: Record<string, unknown>, defaultNamespace: string): Pic
 export function validateDocuments(text: string, file: string, defaultNamespace: string): DocumentsResult {
   // Split the same way parse.ts does (same library, same 1.1 rules), so document numbers agree.
   const docs = parseKubeYamlDocuments(text);
+  const kubeObjects: unknown[] = [];
   const routes: (Route | undefined)[] = docs.map((doc) => {
     if (doc.errors.length > 0) return { type: 'mesh' };
     let value: unknown;
@@ -67,6 +73,7 @@ export function validateDocuments(text: string, file: string, defaultNamespace: 
     } catch {
       return { type: 'mesh' };
     }
+    if (isRecord(value) && isWorldKind(value.apiVersion, value.kind)) kubeObjects.push(value);
     return value === null || value === undefined ? undefined : route(value);
   });
   const findings: Finding[] = [];
@@ -74,6 +81,7 @@ export function validateDocuments(text: string, file: string, defaultNamespace: 
 
   const parsed = parseConfigDocuments(text, file, defaultNamespace);
   const objects = parsed.objects.filter((o) => isMesh(splitOrigin(o.meta.origin ?? '').index));
+  const salvaged = parsed.rejections.flatMap((r) => (r.salvaged && isMesh(splitOrigin(r.origin).index) ? [r.salvaged] : []));
   for (const r of parsed.rejections) {
     const { index } = splitOrigin(r.origin);
     if (!isMesh(index)) continue;
@@ -104,5 +112,5 @@ export function validateDocuments(text: string, file: string, defaultNamespace: 
     for (const issue of checkWorkload(r.kind, r.doc)) findings.push({ level: issue.level, file, index, ...id, path: issue.path, message: issue.message });
   });
   findings.sort((a, b) => (a.index ?? -1) - (b.index ?? -1));
-  return { objects, findings, documents: routes.filter((r) => r !== undefined).length };
+  return { objects, salvaged, kubeObjects, findings, documents: routes.filter((r) => r !== undefined).length };
 }
