@@ -184,7 +184,9 @@ export async function runAnalyze(opts: AnalyzeOptions): Promise<CommandOutcome> 
 
   // 4. Select, suppress, threshold.
   const all: DisplayFinding[] = [...invalid, ...result.findings.map((f) => ({ ...f, level: DISPLAY[f.level] }))];
-  const inScope = all.filter((f) => opts.allNamespaces || f.namespace === opts.namespace || f.namespace === '');
+  // A Namespace belongs to its own scope; other cluster-scoped objects to every scope.
+  const scopeOf = (f: DisplayFinding): string => (f.kind === 'Namespace' ? f.name : f.namespace);
+  const inScope = all.filter((f) => opts.allNamespaces || scopeOf(f) === opts.namespace || scopeOf(f) === '');
   const kept = inScope.filter((f) => !suppressed(suppressions, f));
   kept.sort((a, b) => rank(b.level) - rank(a.level) || a.code.localeCompare(b.code) || identity(a.kind, a.namespace, a.name).localeCompare(identity(b.kind, b.namespace, b.name)));
   const shown = kept.filter((f) => rank(f.level) >= rank(opts.outputThreshold));
