@@ -127,18 +127,31 @@ function joinFlowColons(doc: Document.Parsed, text: string): void {
   });
 }
 
+const FLOW_COLON = /:[,\]}]/;
+
 /** The documents of a YAML stream, read with Kubernetes' rules. */
 export function parseKubeYamlDocuments(text: string): Document.Parsed[] {
   const docs: Document.Parsed[] = parseAllDocuments(text, KUBE_YAML_OPTIONS);
-  for (const doc of docs) if (doc.errors.length === 0) joinFlowColons(doc, text);
+  // Only a document with ":" right before a flow indicator can hold such a pair.
+  for (const doc of docs) if (doc.errors.length === 0 && FLOW_COLON.test(text.slice(doc.range[0], doc.range[2]))) joinFlowColons(doc, text);
   return docs;
 }
 
-/** The JSON-like value of a parsed document (aliases bounded), or an error message. */
-export function kubeYamlValue(doc: Document.Parsed, maxAliasCount = 100): { value: unknown } | { error: string } {
-  try {
-    return { value: doc.toJS({ maxAliasCount }) };
-  } catch (err) {
-    return { error: (err as Error).message };
+const values = new WeakMap<Document.Parsed, { value: unknown } | { error: string }>();
+
+/**
+ * The JSON-like value of a parsed document (at most 100 aliases expanded), or an error message.
+ * Computed once per document: callers must not change the value.
+ */
+export function kubeYamlValue(doc: Document.Parsed): { value: unknown } | { error: string } {
+  let r = values.get(doc);
+  if (!r) {
+    try {
+      r = { value: doc.toJS({ maxAliasCount: 100 }) };
+    } catch (err) {
+      r = { error: (err as Error).message };
+    }
+    values.set(doc, r);
   }
+  return r;
 }

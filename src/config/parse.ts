@@ -11,7 +11,7 @@
 import type { Document } from 'yaml';
 import type { z } from 'zod';
 import { CONFIG_KINDS, kindByName, type KindDefinition } from './kinds.js';
-import { parseKubeYamlDocuments } from './kube-yaml.js';
+import { kubeYamlValue, parseKubeYamlDocuments } from './kube-yaml.js';
 import type { ConfigMeta, ConfigObject, ConfigRejection, FieldIssue } from './types.js';
 import { type ConfigIssue, isDns1123Label, isDns1123Subdomain, isWarning, join } from './validation/common.js';
 
@@ -21,7 +21,6 @@ export interface ParseResult {
 }
 
 const TOP_LEVEL_FIELDS = new Set(['apiVersion', 'kind', 'metadata', 'spec', 'status']);
-const MAX_ALIASES = 100;
 
 
 /**
@@ -38,7 +37,16 @@ export type DocumentCache = Map<string, ConfigObject>;
  * refilled with this text's documents.
  */
 export function parseConfigDocuments(text: string, origin: string, defaultNamespace: string, cache?: DocumentCache): ParseResult {
-  const results = (cache && parseByDocument(text, origin, defaultNamespace, cache)) ?? parseWhole(text, origin, defaultNamespace);
+  const results = (cache && parseByDocument(text, origin, defaultNamespace, cache)) ?? parseWhole(parseKubeYamlDocuments(text), origin, defaultNamespace);
+  return collect(results, origin);
+}
+
+/** As parseConfigDocuments, for the documents of a text already parsed with parseKubeYamlDocuments. */
+export function parseConfigYamlDocuments(docs: ReadonlyArray<Document.Parsed>, origin: string, defaultNamespace: string): ParseResult {
+  return collect(parseWhole(docs, origin, defaultNamespace), origin);
+}
+
+function collect(results: ReadonlyArray<DocumentResult>, origin: string): ParseResult {
   const objects: ConfigObject[] = [];
   const rejections: ConfigRejection[] = [];
   const seen = new Map<string, number>();
@@ -69,8 +77,8 @@ export function parseConfigDocuments(text: string, origin: string, defaultNamesp
 
 type DocumentResult = ConfigObject | ConfigRejection | undefined;
 
-function parseWhole(text: string, origin: string, defaultNamespace: string): DocumentResult[] {
-  return parseKubeYamlDocuments(text).map((doc, index) => parseDocument(doc, `${origin}#${index}`, defaultNamespace));
+function parseWhole(docs: ReadonlyArray<Document.Parsed>, origin: string, defaultNamespace: string): DocumentResult[] {
+  return docs.map((doc, index) => parseDocument(doc, `${origin}#${index}`, defaultNamespace));
 }
 
 /**
@@ -152,22 +160,15 @@ function parseDocument(doc: Document.Parsed, origin: string, defaultNamespace: s
       issues: doc.errors.map((e) => ({ path: '', message: `YAML: ${firstLine(e.message)}` })),
     };
   }
-  let value: unknown;
-  try {
-    value = doc.toJS({ maxAliasCount: MAX_ALIASES });
-  } catch (err) {
-    return { origin, issues: [{ path: '', message: `YAML: ${firstLine((err as Error).message)}` }] };
-  }
-  if (value === null || value === undefined) return undefined;
-  return buildObject(value, origin, defaultNamespace);
+  const r = kubeYamlValue(doc);
+  if ('error' in r) return { origin, issues: [{ path: '', message: `YAML: ${firstLine(r.error)}` }] };
+  if (r.value === null || r.value === undefined) return undefined;
+  return buildObject(r.value, origin, defaultNamespace);
 }
 
 function safeToJs(doc: Document.Parsed): unknown {
-  try {
-    return doc.toJS({ maxAliasCount: MAX_ALIASES });
-  } catch {
-    return undefined;
-  }
+  const r = kubeYamlValue(doc);
+  return 'value' in r ? r.value : undefined;
 }
 
 function firstLine(message: string): string {

@@ -12,8 +12,8 @@
  *   group): skipped, with a note.
  */
 import { kindByName } from '../../../config/kinds.js';
-import { parseKubeYamlDocuments } from '../../../config/kube-yaml.js';
-import { parseConfigDocuments } from '../../../config/parse.js';
+import { kubeYamlValue, parseKubeYamlDocuments } from '../../../config/kube-yaml.js';
+import { parseConfigYamlDocuments } from '../../../config/parse.js';
 import { isWorldKind } from '../../../analysis/world.js';
 import type { ConfigObject } from '../../../config/types.js';
 import { splitOrigin, type Finding } from './findings.js';
@@ -67,19 +67,16 @@ export function validateDocuments(text: string, file: string, defaultNamespace: 
   const kubeObjects: unknown[] = [];
   const routes: (Route | undefined)[] = docs.map((doc) => {
     if (doc.errors.length > 0) return { type: 'mesh' };
-    let value: unknown;
-    try {
-      value = doc.toJS({ maxAliasCount: 100 });
-    } catch {
-      return { type: 'mesh' };
-    }
+    const r = kubeYamlValue(doc);
+    if ('error' in r) return { type: 'mesh' };
+    const value = r.value;
     if (isRecord(value) && isWorldKind(value.apiVersion, value.kind)) kubeObjects.push(value);
     return value === null || value === undefined ? undefined : route(value);
   });
   const findings: Finding[] = [];
   const isMesh = (index: number | undefined): boolean => index !== undefined && routes[index]?.type === 'mesh';
 
-  const parsed = parseConfigDocuments(text, file, defaultNamespace);
+  const parsed = parseConfigYamlDocuments(docs, file, defaultNamespace);
   const objects = parsed.objects.filter((o) => isMesh(splitOrigin(o.meta.origin ?? '').index));
   const salvaged = parsed.rejections.flatMap((r) => (r.salvaged && isMesh(splitOrigin(r.origin).index) ? [r.salvaged] : []));
   for (const r of parsed.rejections) {
@@ -101,7 +98,8 @@ export function validateDocuments(text: string, file: string, defaultNamespace: 
   routes.forEach((r, index) => {
     if (r === undefined || r.type === 'mesh') return;
     if (r.type === 'skip') {
-      const doc = docs[index].toJS({ maxAliasCount: 100 }) as Record<string, unknown>;
+      const v = kubeYamlValue(docs[index]);
+      const doc = ('value' in v ? v.value : {}) as Record<string, unknown>;
       findings.push({ level: 'Note', file, index, ...identity(doc, defaultNamespace), path: '', message: `skipped: ${r.why}` });
       return;
     }
