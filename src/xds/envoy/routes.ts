@@ -280,7 +280,7 @@ export function buildHttpRoutes(vsName: string, http: ReadonlyArray<HTTPRoute>, 
       if (route.redirect) {
         const r = route.redirect;
         base.redirect = {
-          pathRedirect: r.uri,
+          ...(r.prefixRewrite !== undefined ? { prefixRewrite: r.prefixRewrite } : { pathRedirect: r.uri }),
           hostRedirect: r.authority ?? '',
           portRedirect: r.port ?? 0,
           schemeRedirect: r.scheme,
