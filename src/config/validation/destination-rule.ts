@@ -149,6 +149,7 @@ function checkConnectionPool(issues: Issues, path: string, cp: ConnectionPoolSet
     checkNonNegative(issues, join(p, 'maxConnections'), cp.tcp.maxConnections);
     checkMinDuration(issues, join(p, 'connectTimeout'), cp.tcp.connectTimeout, 1);
     checkMinDuration(issues, join(p, 'maxConnectionDuration'), cp.tcp.maxConnectionDuration, 1);
+    checkMinDuration(issues, join(p, 'idleTimeout'), cp.tcp.idleTimeout, 0);
     checkMinDuration(issues, join(p, 'tcpKeepalive', 'time'), cp.tcp.tcpKeepalive?.time, 1000);
     checkMinDuration(issues, join(p, 'tcpKeepalive', 'interval'), cp.tcp.tcpKeepalive?.interval, 1000);
   }
