@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { MemoryConfigStore } from '../config/store.js';
 import { FileConfigSource } from '../config/file-source.js';
 import { CONFIG_KINDS } from '../config/kinds.js';
-import type { ConfigRejection } from '../config/types.js';
+import { configReportText, type ConfigRejection } from '../config/types.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { MeshModel } from '../model/mesh-model.js';
 import type { ServiceRegistry } from '../model/registry.js';
@@ -68,7 +68,11 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
 
   // With --registries Cluster the config kinds come from the CRDs, unless --configDir replaces them.
   const useCluster = cfg.registries.includes('Cluster');
-  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject }) : undefined;
+  // Accepted documents the validation warns about are logged, not counted: they are in force.
+  const onWarn = (r: ConfigRejection): void => {
+    logs.source.warn({ origin: r.origin, kind: r.kind, name: r.name, namespace: r.namespace, warnings: r.issues }, `config has warnings: ${configReportText(r)}`);
+  };
+  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject, onWarn }) : undefined;
   if (fileSource) await fileSource.start();
   else if (!useCluster) store.markSynced();
   const cluster = useCluster
