@@ -20,6 +20,8 @@ export interface WorkloadSigner {
   sign(req: { readonly csrPem: string; readonly spki: Buffer; readonly identity: string; readonly ttlMs: number }): Promise<string[]>;
   /** The roots workloads should trust now (PEM, current first). */
   trustBundle(): ReadonlyArray<Certificate>;
+  /** The CSR is passed on as it is, so it must itself name the identity (a registration authority). */
+  readonly csrMustNameIdentity?: boolean;
 }
 
 /** Why signing failed; `code` maps to a gRPC status in the service. */

@@ -77,6 +77,14 @@ export interface AdsObserver {
   acked?(proxy: Proxy, typeUrl: string, version: string): void | Promise<void>;
 }
 
+/**
+ * Decides whether a stream may be served for the proxy its first request names (authentication and
+ * authorization live outside the transport, src/security/xds-auth.ts). `identity` is shown for the
+ * connection in the debug views.
+ */
+export type StreamAuthorizer = (call: grpc.ServerDuplexStream<Buffer, Buffer>, proxy: Proxy) => Promise<StreamDecision>;
+export type StreamDecision = { readonly allowed: true; readonly identity?: string } | { readonly allowed: false; readonly code: grpc.status; readonly message: string };
+
 const SERVICE = '/envoy.service.discovery.v3.AggregatedDiscoveryService';
 const FRAME_CACHE_ENTRIES = 64;
 /**
@@ -153,15 +161,16 @@ export class DiscoveryServer {
     return { StreamAggregatedResources: method('StreamAggregatedResources'), DeltaAggregatedResources: method('DeltaAggregatedResources') };
   }
 
-  handlers(): grpc.UntypedServiceImplementation {
+  /** Handlers for one port; `authorize` decides on each new stream (none: every stream is served). */
+  handlers(authorize?: StreamAuthorizer): grpc.UntypedServiceImplementation {
     return {
-      StreamAggregatedResources: (call: DuplexCall) => this.serve(call, false),
+      StreamAggregatedResources: (call: DuplexCall) => this.serve(call, false, authorize),
       DeltaAggregatedResources: (call: DuplexCall) => {
         if (!this.deps.options.deltaEnabled) {
           call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'delta xDS is disabled on this daemon (set MESH_DELTA_XDS=true)' });
           return;
         }
-        this.serve(call, true);
+        this.serve(call, true, authorize);
       },
     };
   }
@@ -189,7 +198,7 @@ export class DiscoveryServer {
     for (const c of this.connections.values()) c.writer.close(grpc.status.UNAVAILABLE, 'server shutting down');
   }
 
-  private serve(call: DuplexCall, delta: boolean): void {
+  private serve(call: DuplexCall, delta: boolean, authorize: StreamAuthorizer | undefined): void {
     if (this.closing) {
       call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'server shutting down' });
       return;
@@ -242,7 +251,9 @@ export class DiscoveryServer {
           if (ended) return;
           if (sotw instanceof StreamError) throw sotw;
           if (!conn) {
-            conn = this.accept(call, sotw ? sotw.node : this.decodeDelta(deltaRaw!).node, delta, writer);
+            const accepted = await this.accept(call, sotw ? sotw.node : this.decodeDelta(deltaRaw!).node, delta, writer, authorize);
+            if (ended) return;
+            conn = this.register(accepted);
           }
           if (sotw) await this.onRequest(conn, sotw);
           else await this.onDeltaRequest(conn, deltaRaw!);
@@ -290,7 +301,7 @@ export class DiscoveryServer {
     }
   }
 
-  private accept(call: DuplexCall, node: Node | undefined, delta: boolean, writer: ResponseWriter): Connection {
+  private async accept(call: DuplexCall, node: Node | undefined, delta: boolean, writer: ResponseWriter, authorize: StreamAuthorizer | undefined): Promise<Connection> {
     if (!node?.id) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'first discovery request must carry node.id');
     let proxy: Proxy;
     try {
@@ -299,11 +310,17 @@ export class DiscoveryServer {
       if (e instanceof ProxyIdError) throw new StreamError(grpc.status.INVALID_ARGUMENT, e.message);
       throw e;
     }
-    const conn = new Connection(proxy, call.getPeer(), delta, writer);
+    const decision = authorize ? await authorize(call, proxy) : { allowed: true as const };
+    if (!decision.allowed) throw new StreamError(decision.code, decision.message);
+    return new Connection(proxy, call.getPeer(), delta, writer, decision.identity);
+  }
+
+  private register(conn: Connection): Connection {
+    const proxy = conn.proxy;
     this.connections.set(conn.id, conn);
     this.deps.metrics.xdsClients.inc();
     this.observe('connected', proxy);
-    this.deps.log.info({ conn: conn.id, type: proxy.type, delta }, 'ADS: new connection');
+    this.deps.log.info({ conn: conn.id, type: proxy.type, delta: conn.delta, identity: conn.identity }, 'ADS: new connection');
     return conn;
   }
 

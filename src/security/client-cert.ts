@@ -1,0 +1,58 @@
+/**
+ * Authentication by client certificate. The TLS handshake has already checked the certificate's
+ * chain against every root the secured port trusts (the CA's trust bundle and the roots of other
+ * trust domains, SPIFFE_BUNDLE_ENDPOINTS); here the certificate must name one SPIFFE identity and
+ * be signed by a certificate that vouches for that identity's trust domain: the mesh's own CA for
+ * its own trust domain, a fetched bundle for another. Foreign trust domains are accepted only where
+ * the caller allows them (xDS with DISC_SKIP_VALIDATE_TRUST_DOMAIN); the certificate service
+ * renews only what this mesh's CA issued.
+ */
+import { DerError, issuedBy, parseCertificate, type Certificate } from '../ca/x509.js';
+import { AuthError, type Authenticator, type CallCredentials, type Caller } from './authn.js';
+import { parseSpiffeId } from './spiffe.js';
+
+/** Certificates that may sign workload certificates, per trust domain. */
+export interface IssuerSource {
+  /** The mesh's trust domain. */
+  trustDomain(): string;
+  /** The mesh CA's signing certificate, intermediates and roots (old roots during a rotation). */
+  ownIssuers(): ReadonlyArray<Certificate>;
+  /** Roots fetched for another trust domain (empty when none). */
+  foreignIssuers(trustDomain: string): ReadonlyArray<Certificate>;
+}
+
+export class ClientCertificateAuthenticator implements Authenticator {
+  constructor(
+    private readonly issuers: IssuerSource,
+    /** Accept identities of other trust domains whose roots are known (xDS with DISC_SKIP_VALIDATE_TRUST_DOMAIN). */
+    private readonly acceptForeign: boolean,
+  ) {}
+
+  async authenticate(credentials: CallCredentials): Promise<Caller | undefined> {
+    if (!credentials.peerCertificate) return undefined;
+    let cert: Certificate;
+    try {
+      cert = parseCertificate(credentials.peerCertificate, 'client certificate');
+    } catch (err) {
+      throw new AuthError('malformed', err instanceof DerError ? err.message : 'client certificate does not parse');
+    }
+    const ids = cert.altNames.uris.map(parseSpiffeId).filter((x) => x !== undefined);
+    if (ids.length !== 1) {
+      throw new AuthError('no_identity', `the client certificate names ${ids.length} SPIFFE identities of the form spiffe://<trust-domain>/ns/<ns>/sa/<sa>; want exactly one`, true);
+    }
+    const id = ids[0];
+    const own = id.trustDomain === this.issuers.trustDomain();
+    if (!own && !this.acceptForeign) {
+      throw new AuthError('trust_domain', `the client certificate is for trust domain ${id.trustDomain}, not ${this.issuers.trustDomain()}`);
+    }
+    const candidates = own ? this.issuers.ownIssuers() : this.issuers.foreignIssuers(id.trustDomain);
+    if (!candidates.some((c) => issuedBy(cert, c))) {
+      throw new AuthError('untrusted_certificate', own ? 'the client certificate was not issued by this mesh\'s CA' : `the client certificate is not signed by a root of trust domain ${id.trustDomain}`);
+    }
+    const now = Date.now();
+    if (cert.notAfter.getTime() <= now || cert.notBefore.getTime() > now + 60_000) {
+      throw new AuthError('expired', 'the client certificate is not valid now');
+    }
+    return { identity: id, method: 'certificate', expiresAt: cert.notAfter.getTime() };
+  }
+}
