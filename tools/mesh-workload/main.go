@@ -77,6 +77,7 @@ func main() {
 	nodeID := fs.String("node-id", "", "xds: node id")
 	namespace := fs.String("namespace", "", "xds: NAMESPACE node metadata (default: from the node id)")
 	timeout := fs.Duration("timeout", 15*time.Second, "give up after this long")
+	hold := fs.Duration("hold", 0, "xds: keep the stream open this long after the configuration arrived")
 	_ = fs.Parse(os.Args[2:])
 	if *root == "" {
 		fail(2, "-root is required")
@@ -109,7 +110,7 @@ func main() {
 		if *nodeID == "" {
 			fail(2, "-node-id is required")
 		}
-		r, err = xds(ctx, conn, *nodeID, *namespace)
+		r, err = xds(ctx, conn, *nodeID, *namespace, *hold)
 	}
 	r.LatencyMs = float64(time.Since(started).Microseconds()) / 1000
 	if err != nil {
@@ -239,7 +240,7 @@ func cert(ctx context.Context, conn *grpc.ClientConn, identity, keyType string, 
 	return report{OK: true, Chain: len(chain)}, nil
 }
 
-func xds(ctx context.Context, conn *grpc.ClientConn, nodeID, namespace string) (report, error) {
+func xds(ctx context.Context, conn *grpc.ClientConn, nodeID, namespace string, hold time.Duration) (report, error) {
 	if namespace == "" {
 		parts := strings.Split(nodeID, "~")
 		if len(parts) == 4 {
@@ -266,6 +267,14 @@ func xds(ctx context.Context, conn *grpc.ClientConn, nodeID, namespace string) (
 		counts[resp.TypeUrl] = len(resp.Resources)
 		if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: resp.TypeUrl, VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce}); err != nil {
 			return report{}, err
+		}
+	}
+	if hold > 0 {
+		// Tell whoever waits that the stream is up, then keep it open.
+		fmt.Fprintln(os.Stderr, "mesh-workload: configuration received; holding the stream")
+		select {
+		case <-time.After(hold):
+		case <-ctx.Done():
 		}
 	}
 	_ = stream.CloseSend()
