@@ -23,6 +23,9 @@ export const CA_FILES = [CA_CERT, CA_KEY, CERT_CHAIN, ROOT_CERT] as const;
 /** The four entries as text. */
 export type CaFiles = Readonly<Record<(typeof CA_FILES)[number], string>>;
 
+/** Tolerated clock difference between replicas. */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
 export class CaMaterialError extends Error {
   override readonly name = 'CaMaterialError';
 }
@@ -82,7 +85,8 @@ export function readCaFiles(files: CaFiles, source: string, now = new Date()): S
   if (!cert.x509.checkPrivateKey(key)) throw new CaMaterialError(`${what(CA_KEY)}: the key does not belong to ${CA_CERT}`);
   if (!cert.isCA) throw new CaMaterialError(`${what(CA_CERT)}: not a CA certificate (basicConstraints CA:TRUE missing)`);
   if (cert.notAfter <= now) throw new CaMaterialError(`${what(CA_CERT)}: expired at ${cert.notAfter.toISOString()}`);
-  if (cert.notBefore > now) throw new CaMaterialError(`${what(CA_CERT)}: not valid before ${cert.notBefore.toISOString()}`);
+  // Another replica's clock may run a little ahead of ours.
+  if (cert.notBefore.getTime() > now.getTime() + CLOCK_SKEW_MS) throw new CaMaterialError(`${what(CA_CERT)}: not valid before ${cert.notBefore.toISOString()}`);
 
   const roots = certificates(files[ROOT_CERT], what(ROOT_CERT));
   const chain = certificates(files[CERT_CHAIN], what(CERT_CHAIN));

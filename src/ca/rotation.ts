@@ -90,15 +90,15 @@ export class RootRotator {
     if (!inGracePeriod(current.root, this.opts.gracePeriodPercentile, now)) {
       const live = current.roots.filter((r) => r.notAfter.getTime() > now);
       if (live.length === current.roots.length) return outcome;
-      return (await this.write({ ...current, roots: live }, 'pruned expired roots from the trust bundle')) ? 'pruned' : 'adopted';
+      return (await this.write({ ...current, roots: live }, 'pruned expired roots from the trust bundle', now)) ? 'pruned' : 'adopted';
     }
     this.log.info({ notAfter: current.root.notAfter.toISOString(), percentile: this.opts.gracePeriodPercentile }, 'root: inside its grace period; rotating');
     const next = await createSelfSignedMaterial(this.opts, current.roots, now);
-    return (await this.write(next, 'rotated the root; old and new roots are both trusted until the old one expires')) ? 'rotated' : 'adopted';
+    return (await this.write(next, 'rotated the root; old and new roots are both trusted until the old one expires', now)) ? 'rotated' : 'adopted';
   }
 
   /** Stores `next` if nobody wrote meanwhile and switches to it; false when another replica's material was adopted instead. */
-  private async write(next: SigningMaterial, message: string): Promise<boolean> {
+  private async write(next: SigningMaterial, message: string, now: number): Promise<boolean> {
     const files = caFilesOf(next);
     const previous = { files: caFilesOf(this.ca.current()), version: this.version };
     const stored = await this.store.replace(previous, files);
@@ -108,7 +108,7 @@ export class RootRotator {
       this.log.info({ store: this.store.description, roots: next.roots.length, notAfter: next.root.notAfter.toISOString() }, `root: ${message}`);
       return true;
     }
-    this.ca.update(readCaFiles(stored.files, this.store.description));
+    this.ca.update(readCaFiles(stored.files, this.store.description, new Date(now)));
     this.log.info({ store: this.store.description }, 'root: another replica rotated first; adopted its material');
     return false;
   }
