@@ -176,6 +176,7 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
           ttlMs: s.workloadTtl.defaultMs,
           ciphers: s.ciphers,
           caCertFile: s.caCertFile,
+          ownRoots: () => signer?.trustBundle() ?? [],
           foreignRoots: () => bundles?.all() ?? [],
           log,
         });

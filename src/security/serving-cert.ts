@@ -25,6 +25,8 @@ export interface ServingCertOptions {
   readonly ciphers?: string;
   /** `--caCertFile` when the serving certificate comes from the CA. */
   readonly caCertFile?: string;
+  /** The mesh's own trust bundle (the CA's roots, or the external signer's), current value. */
+  readonly ownRoots: () => ReadonlyArray<Certificate>;
   /** Roots of other trust domains, current value. */
   readonly foreignRoots: () => ReadonlyArray<Certificate>;
   readonly log: Logger;
@@ -98,7 +100,7 @@ export class ServingCertificate {
   }
 
   private clientRoots(): string {
-    const own = this.o.ca ? this.o.ca.trustBundle().map((c) => c.pem).join('') : '';
+    const own = this.o.ownRoots().map((c) => c.pem).join('');
     return own + this.extraRootsPem + this.o.foreignRoots().map((c) => c.pem).join('');
   }
 

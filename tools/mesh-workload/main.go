@@ -35,6 +35,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -78,13 +79,17 @@ func main() {
 	namespace := fs.String("namespace", "", "xds: NAMESPACE node metadata (default: from the node id)")
 	timeout := fs.Duration("timeout", 15*time.Second, "give up after this long")
 	hold := fs.Duration("hold", 0, "xds: keep the stream open this long after the configuration arrived")
+	plaintext := fs.Bool("plaintext", false, "xds: connect without TLS (the plaintext port, with XDS_AUTH_PLAINTEXT)")
 	_ = fs.Parse(os.Args[2:])
-	if *root == "" {
+	if *root == "" && !*plaintext {
 		fail(2, "-root is required")
 	}
 
-	creds, err := transport(*root, *serverName, *certFile, *keyFile)
-	if err != nil {
+	var creds credentials.TransportCredentials
+	var err error
+	if *plaintext {
+		creds = insecure.NewCredentials()
+	} else if creds, err = transport(*root, *serverName, *certFile, *keyFile); err != nil {
 		fail(2, err.Error())
 	}
 	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(creds))
