@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import type { Registry } from 'prom-client';
 import { CertificateAuthority, type WorkloadSigner } from '../ca/authority.js';
 import { ClusterSigner, clusterCaOf } from '../ca/cluster-signer.js';
-import { CaMaterialError } from '../ca/material.js';
+import { CaMaterialError, type SigningMaterial } from '../ca/material.js';
 import { createCaMetrics, type CaMetrics } from '../ca/metrics.js';
 import { loadPluginCa } from '../ca/plugin.js';
 import { decodePemAll } from '../ca/pem.js';
@@ -141,9 +141,18 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
     }
 
     // Who may sign workload certificates, per trust domain (client-certificate authentication).
+    // One list per signing material: its identity tells the authenticator when issuers changed.
+    const issuerLists = new WeakMap<SigningMaterial, ReadonlyArray<Certificate>>();
+    const noIssuers: ReadonlyArray<Certificate> = [];
     const issuers: IssuerSource = {
       trustDomain: i.trustDomain,
-      ownIssuers: () => (ca ? [ca.current().signingCert, ...ca.current().intermediates, ...ca.current().roots] : [...(signer?.trustBundle() ?? [])]),
+      ownIssuers: () => {
+        if (!ca) return signer?.trustBundle() ?? noIssuers;
+        const m = ca.current();
+        let list = issuerLists.get(m);
+        if (!list) issuerLists.set(m, (list = [m.signingCert, ...m.intermediates, ...m.roots]));
+        return list;
+      },
       foreignIssuers: (td) => bundles?.forDomain(td) ?? [],
     };
     const tokens: Authenticator | undefined = client

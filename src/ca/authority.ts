@@ -9,6 +9,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import { chainAfterLeaf, chainExpiry, type SigningMaterial } from './material.js';
 import { expiryValue, type CaMetrics } from './metrics.js';
+import { certificatePem } from './pem.js';
 import { createCertificate, generateKey, parseCertificate, privateKeyPem, spkiOf, type AltNames, type Certificate } from './x509.js';
 
 /** Issues workload certificates: the built-in CA, or a registration authority (./cluster-signer.ts). */
@@ -121,7 +122,7 @@ export class CertificateAuthority implements WorkloadSigner {
 
   async sign(req: { readonly spki: Buffer; readonly identity: string; readonly ttlMs: number }): Promise<string[]> {
     const { der, material } = await this.issue(req.spki, { uris: [req.identity] }, req.ttlMs);
-    return [parseCertificate(der).pem, ...chainAfterLeaf(material).map((c) => c.pem)];
+    return [certificatePem(der), ...chainAfterLeaf(material).map((c) => c.pem)];
   }
 
   /**

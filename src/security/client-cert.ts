@@ -7,6 +7,7 @@
  * the caller allows them (xDS with DISC_SKIP_VALIDATE_TRUST_DOMAIN); the certificate service
  * renews only what this mesh's CA issued.
  */
+import { createHash } from 'node:crypto';
 import { DerError, issuedBy, parseCertificate, type Certificate } from '../ca/x509.js';
 import { AuthError, type Authenticator, type CallCredentials, type Caller } from './authn.js';
 import { parseSpiffeId } from './spiffe.js';
@@ -21,7 +22,18 @@ export interface IssuerSource {
   foreignIssuers(trustDomain: string): ReadonlyArray<Certificate>;
 }
 
+/** Verified certificates remembered (by SHA-256 of their DER) until they expire; at most this many. */
+const MAX_REMEMBERED = 4096;
+
 export class ClientCertificateAuthenticator implements Authenticator {
+  /**
+   * A workload presents the same certificate on every call of a connection: its verdict is kept,
+   * keyed by digest (≈ 200 bytes an entry, so the cache stays under 1 MiB), until the certificate
+   * expires or the issuers change (a rotation).
+   */
+  private readonly remembered = new Map<string, Caller>();
+  private issuersSeen: ReadonlyArray<Certificate> | undefined;
+
   constructor(
     private readonly issuers: IssuerSource,
     /** Accept identities of other trust domains whose roots are known (xDS with DISC_SKIP_VALIDATE_TRUST_DOMAIN). */
@@ -30,9 +42,24 @@ export class ClientCertificateAuthenticator implements Authenticator {
 
   async authenticate(credentials: CallCredentials): Promise<Caller | undefined> {
     if (!credentials.peerCertificate) return undefined;
+    const own = this.issuers.ownIssuers();
+    if (own !== this.issuersSeen) {
+      this.remembered.clear();
+      this.issuersSeen = own;
+    }
+    const key = createHash('sha256').update(credentials.peerCertificate).digest('base64url');
+    const hit = this.remembered.get(key);
+    if (hit && (hit.expiresAt ?? 0) > Date.now()) return hit;
+    const caller = this.verify(credentials.peerCertificate);
+    if (this.remembered.size >= MAX_REMEMBERED) this.remembered.delete(this.remembered.keys().next().value!);
+    this.remembered.set(key, caller);
+    return caller;
+  }
+
+  private verify(der: Buffer): Caller {
     let cert: Certificate;
     try {
-      cert = parseCertificate(credentials.peerCertificate, 'client certificate');
+      cert = parseCertificate(der, 'client certificate');
     } catch (err) {
       throw new AuthError('malformed', err instanceof DerError ? err.message : 'client certificate does not parse');
     }
