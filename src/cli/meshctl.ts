@@ -5,6 +5,8 @@
  * Settings (global flags, environment, the MESHCONFIG file) are described in meshctl/env.ts.
  */
 import { Command } from 'commander';
+import { MESHCTL_EXAMPLES } from './examples.js';
+import { finishHelp } from './help.js';
 import { COMMANDS } from './meshctl/commands/index.js';
 import { globalOptions, loadSettings, registerGlobalFlags } from './meshctl/global-flags.js';
 import { createCli, isMain, processIO, runCli, type Cli, type CliIO } from './runner.js';
@@ -19,7 +21,7 @@ export function buildMeshctl(cli: Cli): Command {
     globalOptions(action);
   });
   for (const register of COMMANDS) register(program, cli);
-  return program;
+  return finishHelp(program, MESHCTL_EXAMPLES);
 }
 
 /** Runs meshctl on `argv` (the arguments after the program name); returns the exit code. */

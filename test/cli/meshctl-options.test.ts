@@ -1,10 +1,6 @@
-import path from 'node:path';
 import { main as meshctl } from '../../src/cli/meshctl.js';
 import { captureIO } from './capture.js';
-import { plain, REPO_ROOT, specTable } from './spec-tables.js';
-
-const PART1 = path.resolve(REPO_ROOT, '../shared/spec/meshctl-part1-global-admin-to-experimental.md');
-const PART2 = path.resolve(REPO_ROOT, '../shared/spec/meshctl-part2-install-to-version.md');
+import { MESHCTL_SPEC_PART1 as PART1, MESHCTL_SPEC_PART2 as PART2, plain, specTable } from './spec-tables.js';
 
 async function options(env: Record<string, string> = {}) {
   const c = captureIO(env);
