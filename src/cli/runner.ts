@@ -5,6 +5,7 @@
  *
  * Errors that carry a numeric `exitCode` (`CliError`, `ConfigError`) are for the user: printed
  * as `error: <message>` without a stack. Anything else is a bug and is printed with its stack.
+ * A closed output pipe ends a real process quietly with status 141 (see CLOSED_OUTPUT_EXIT_CODE).
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -44,7 +45,35 @@ export async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/**
+ * Exit code of a program whose reader went away (`meshctl manifest generate | head`): 141, the
+ * status a shell reports for a program that SIGPIPE ended (128 + 13), as coreutils and kubectl
+ * give. Node ignores SIGPIPE, so a write to a closed pipe fails with EPIPE instead; the program
+ * then stops at once, silently. With `set -o pipefail` a script sees the same status as with
+ * any other tool in that place.
+ */
+export const CLOSED_OUTPUT_EXIT_CODE = 141;
+
+let closedOutputHandled = false;
+
+/** Ends the process quietly with CLOSED_OUTPUT_EXIT_CODE when standard output or error is a closed pipe. */
+function exitQuietlyOnClosedOutput(): void {
+  if (closedOutputHandled) return;
+  closedOutputHandled = true;
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(CLOSED_OUTPUT_EXIT_CODE);
+      throw err; // any other write error stays an uncaught error, as without this listener
+    });
+  }
+}
+
+/**
+ * The process's own streams and environment. Only a real process uses this (tests pass their own
+ * CliIO); it is the one place that may end the process early, when its output is a closed pipe.
+ */
 export function processIO(): CliIO {
+  exitQuietlyOnClosedOutput();
   let stdin: Promise<string> | undefined;
   return {
     out: (text) => void process.stdout.write(text),

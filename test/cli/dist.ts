@@ -1,0 +1,13 @@
+/** The built programs (dist/cli/), for tests that run them as processes. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from './spec-tables.js';
+
+export type Program = 'meshctl' | 'mesh-discovery' | 'mesh-operator';
+
+/** Path of the built program; throws, saying how to build it, when it is missing. */
+export function distProgram(name: Program): string {
+  const file = path.join(REPO_ROOT, 'dist/cli', `${name}.js`);
+  if (!fs.existsSync(file)) throw new Error(`${path.relative(REPO_ROOT, file)} is missing: run \`npm run build\` first`);
+  return file;
+}
