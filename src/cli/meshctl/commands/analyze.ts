@@ -6,6 +6,7 @@
  */
 import type { Command } from 'commander';
 import { Option } from 'commander';
+import { colorEnabled } from '../../output.js';
 import { CliError, boolOption, boolValue, type Cli } from '../../runner.js';
 import { globalOptions } from '../global-flags.js';
 import { kubeClientFor } from '../kube.js';
@@ -55,7 +56,7 @@ export function register(program: Command, cli: Cli): Command {
     .argument('[files...]', 'Files or directories of mesh config to lay over the cluster (- reads standard input).')
     .description('Analyzes mesh configuration and prints validation messages.')
     .addOption(boolOption('-A, --all-namespaces', 'Analyze all namespaces.'))
-    .addOption(boolOption('--color', 'Colour the levels; disable with --color=false or TERM=dumb.', true))
+    .addOption(boolOption('--color', 'Colour the levels on a terminal; disable with --color=false, NO_COLOR or TERM=dumb.', true))
     .addOption(new Option('--failure-threshold <level>', 'Severity at which the exit code becomes non-zero: Info, Warning or Error.').default('Error'))
     .addOption(boolOption('-L, --list-analyzers', 'List the available analyzers and stop.'))
     .option('--meshConfigFile <file>', 'Mesh config to analyze with, instead of the cluster\'s.')
@@ -98,7 +99,7 @@ export function register(program: Command, cli: Cli): Command {
           timeoutMs: durationMs(opts.timeout),
           timeoutText: opts.timeout,
           verbose,
-          color: color && cli.io.env.TERM !== 'dumb',
+          color: color && colorEnabled(cli.io),
           readStdin: cli.io.readStdin,
           client: () => kubeClientFor(globals, cli.io.env),
         });
