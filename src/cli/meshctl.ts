@@ -13,7 +13,7 @@ import { createCli, isMain, processIO, runCli, type Cli, type CliIO } from './ru
 
 export function buildMeshctl(cli: Cli): Command {
   const program = new Command('meshctl').description('Operator utility to install, inspect and debug a service mesh.');
-  registerGlobalFlags(program, cli.io.env);
+  registerGlobalFlags(program, cli.io.env, cli.io.err);
   // Before any command runs: read the environment and the MESHCONFIG file, and check the global
   // flags, so that a bad value fails every command the same way.
   program.hook('preAction', async (_program, action) => {
