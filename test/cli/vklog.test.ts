@@ -65,7 +65,7 @@ describe('meshctl --vklog', () => {
   it('at 8 adds the request and response headers', async () => {
     const r = await run(['version', '--short', '-c', cluster.kubeconfig, '-i', ns, '--vklog=8']);
     expect(r.stderr).toMatch(requestLine('200 OK'));
-    const [, request, response] = /^kube: GET .*deployments.*\nkube:   request headers:\n((?:kube: {5}.*\n)+)kube:   response headers:\n((?:kube: {5}.*\n)+)/m.exec(r.stderr) ?? [];
+    const [, request, response] = /^kube: GET .*deployments.*\nkube: {3}request headers:\n((?:kube: {5}.*\n)+)kube: {3}response headers:\n((?:kube: {5}.*\n)+)/m.exec(r.stderr) ?? [];
     expect(request.split('\n')).toEqual(expect.arrayContaining(['kube:     Accept: application/json', 'kube:     User-Agent: meshctl']));
     expect(response.split('\n')).toEqual(expect.arrayContaining(['kube:     content-type: application/json']));
   });
