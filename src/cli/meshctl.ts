@@ -8,6 +8,7 @@ import { Command } from 'commander';
 import { MESHCTL_EXAMPLES } from './examples.js';
 import { finishHelp } from './help.js';
 import { COMMANDS } from './meshctl/commands/index.js';
+import { MESHCTL_COMPLETION } from './meshctl/complete-values.js';
 import { globalOptions, loadSettings, registerGlobalFlags } from './meshctl/global-flags.js';
 import { createCli, isMain, processIO, runCli, type Cli, type CliIO } from './runner.js';
 
@@ -27,7 +28,7 @@ export function buildMeshctl(cli: Cli): Command {
 /** Runs meshctl on `argv` (the arguments after the program name); returns the exit code. */
 export async function main(argv: readonly string[] = process.argv.slice(2), io: CliIO = processIO()): Promise<number> {
   const cli = createCli(io);
-  return runCli(buildMeshctl(cli), cli, argv);
+  return runCli(buildMeshctl(cli), cli, argv, { completion: MESHCTL_COMPLETION });
 }
 
 if (isMain(import.meta.url)) process.exitCode = await main();

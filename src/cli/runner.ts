@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { parseBool } from '../util/parse.js';
+import { COMPLETE_COMMAND, COMPLETE_NO_DESC_COMMAND, runCompletionRequest, type CompletionProviders } from './complete.js';
 
 export interface CliIO {
   readonly out: (text: string) => void;
@@ -140,9 +141,21 @@ function applyToTree(cmd: Command, io: CliIO): void {
   for (const sub of cmd.commands) applyToTree(sub, io);
 }
 
-/** Parses `argv` (arguments after the program name), runs the command and returns the exit code. */
-export async function runCli(program: Command, cli: Cli, argv: readonly string[]): Promise<number> {
+export interface RunOptions {
+  /** Values the program's dynamic completion offers (complete.ts). */
+  readonly completion?: CompletionProviders;
+}
+
+/**
+ * Parses `argv` (arguments after the program name), runs the command and returns the exit code.
+ * `__complete` and `__completeNoDesc` (the hidden commands the completion scripts call) are
+ * answered here, before commander reads the line, since their words are another command line.
+ */
+export async function runCli(program: Command, cli: Cli, argv: readonly string[], options: RunOptions = {}): Promise<number> {
   const { io } = cli;
+  if (argv[0] === COMPLETE_COMMAND || argv[0] === COMPLETE_NO_DESC_COMMAND) {
+    return runCompletionRequest(program, io, argv, options.completion);
+  }
   applyToTree(program, io);
   try {
     await program.parseAsync([...argv], { from: 'user' });

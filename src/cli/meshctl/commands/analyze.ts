@@ -37,6 +37,12 @@ function oneOf<T extends string>(value: string, allowed: readonly T[], flag: str
 
 const repeat = (value: string, previous: string[]): string[] => [...previous, value];
 
+/** The values shown in help and offered by completion; `oneOf` checks them (case-insensitively). */
+function withChoices(option: Option, choices: readonly string[]): Option {
+  option.argChoices = [...choices];
+  return option;
+}
+
 /**
  * A boolean flag's value. The flags take an optional value (`--use-cluster=false`), so commander
  * hands a file that follows a bare flag (`-A routes.yaml`) to the flag: such a value that is no
@@ -57,11 +63,11 @@ export function register(program: Command, cli: Cli): Command {
     .description('Analyzes mesh configuration and prints validation messages.')
     .addOption(boolOption('-A, --all-namespaces', 'Analyze all namespaces.'))
     .addOption(boolOption('--color', 'Colour the levels on a terminal; disable with --color=false, NO_COLOR or TERM=dumb.', true))
-    .addOption(new Option('--failure-threshold <level>', 'Severity at which the exit code becomes non-zero: Info, Warning or Error.').default('Error'))
+    .addOption(withChoices(new Option('--failure-threshold <level>', 'Severity at which the exit code becomes non-zero: Info, Warning or Error.').default('Error'), LEVELS))
     .addOption(boolOption('-L, --list-analyzers', 'List the available analyzers and stop.'))
     .option('--meshConfigFile <file>', 'Mesh config to analyze with, instead of the cluster\'s.')
-    .addOption(new Option('-o, --output <format>', 'Output format: log, json or yaml.').default('log'))
-    .addOption(new Option('--output-threshold <level>', 'Lowest severity displayed: Info, Warning or Error.').default('Info'))
+    .addOption(withChoices(new Option('-o, --output <format>', 'Output format: log, json or yaml.').default('log'), OUTPUTS))
+    .addOption(withChoices(new Option('--output-threshold <level>', 'Lowest severity displayed: Info, Warning or Error.').default('Info'), LEVELS))
     .addOption(boolOption('-R, --recursive', 'Read directory arguments recursively.'))
     .option('-S, --suppress <code=resource>', 'Suppress a message code on a resource, e.g. MESH0102=VirtualService reviews.default (* is a wildcard); repeatable.', repeat, [])
     .addOption(new Option('--timeout <duration>', 'How long to wait for the cluster before failing.').default('30s'))
