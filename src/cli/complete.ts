@@ -166,6 +166,7 @@ async function valueCandidates(option: Option, ctx: CompletionContext, providers
   const provider = providers.flags?.[nameOf(option)];
   if (provider) return provider(ctx);
   if (option.argChoices && option.argChoices.length > 0) return { values: option.argChoices.map((value) => ({ value })) };
+  if (option.flags.endsWith('[bool]')) return { values: [{ value: 'true' }, { value: 'false' }] }; // --flag=false
   const placeholder = /<([^>]+)>/.exec(option.flags)?.[1] ?? '';
   if (/dir/i.test(placeholder)) return { values: [], directive: Directive.FilterDirs };
   if (/file/i.test(placeholder)) return { values: [], directive: Directive.Default };

@@ -91,6 +91,7 @@ describe('__complete', () => {
     expect((await complete(['profile', 'dump', '-o', ''])).values).toEqual(['yaml', 'json', 'flags']);
     expect((await complete(['x', 'revision', 'list', '-o', 'j'])).values).toEqual(['json']);
     expect((await complete(['analyze', '--failure-threshold=W'])).values).toEqual(['--failure-threshold=Warning']);
+    expect((await complete(['analyze', '--use-cluster='])).values).toEqual(['--use-cluster=true', '--use-cluster=false']);
     expect((await complete(['version', '--output='])).values).toEqual(['--output=yaml', '--output=json']);
   });
 
@@ -105,7 +106,8 @@ describe('__complete', () => {
     expect((await complete(['install', '-s', ''])).values).toEqual(expect.arrayContaining(['profile=default', 'profile=minimal']));
     expect((await complete(['install', '--set', 'components.'])).values).toEqual([]);
     expect((await complete(['profile', 'dump', ''])).values).toEqual(expect.arrayContaining(['default', 'demo', 'minimal']));
-    expect((await complete(['profile', 'diff', 'default', 'mi'])).values).toEqual(['minimal']);
+    expect(await complete(['profile', 'dump', 'mi'])).toMatchObject({ values: ['minimal'], directive: Directive.NoFileComp });
+    expect(await complete(['profile', 'diff', 'default', 'mi'])).toMatchObject({ values: ['minimal'], directive: Directive.Default }); // or a file
     const own = path.join(dir, 'manifests');
     fs.mkdirSync(path.join(own, 'profiles'), { recursive: true });
     fs.writeFileSync(path.join(own, 'profiles', 'tiny.yaml'), 'apiVersion: install.mesh.io/v1alpha1\nkind: MeshOperator\n');

@@ -88,7 +88,9 @@ async function profileNames(ctx: CompletionContext): Promise<string[]> {
   return listProfiles(await manifestSource(ctx.flags.get('manifests') || ctx.flags.get('charts') || undefined));
 }
 
-const profiles: ValueProvider = async (ctx) => ({ values: (await profileNames(ctx)).map((value) => ({ value, description: 'profile' })), directive: 0 });
+const profiles: ValueProvider = async (ctx) => ({ values: (await profileNames(ctx)).map((value) => ({ value, description: 'profile' })) });
+/** `profile diff` takes a profile name or a MeshOperator file. */
+const profilesOrFiles: ValueProvider = async (ctx) => ({ ...(await profiles(ctx)), directive: 0 });
 
 /** `--set`: `profile=<name>` for each profile; other paths are free text. */
 const setValues: ValueProvider = async (ctx) => {
@@ -105,7 +107,7 @@ export const MESHCTL_COMPLETION: CompletionProviders = {
   flags: { namespace: namespaces, meshNamespace: namespaces, context: contexts, revision: revisions, set: setValues, component: components },
   args: {
     'profile dump': profiles,
-    'profile diff': [profiles, profiles],
+    'profile diff': [profilesOrFiles, profilesOrFiles],
     'experimental revision describe': revisions,
     'tag remove': tags,
     'experimental revision tag remove': tags,
