@@ -2,19 +2,20 @@
  * End-to-end on the local control plane (test/support/cluster.ts): the daemon runs with
  * `--registries Cluster` against a real kube-apiserver, reads a Service, the EndpointSlices of a
  * Deployment's pods and the mesh CRDs, and a proxyless grpc-js-xds client routes as configured to
- * the pods. The pods' containers are played by Echo backends on the pods' IPs (e2e/support/pod-player.ts),
- * so calls reach the pod the daemon chose and the reply names it.
+ * the pods. The pods' containers are played by Echo backends, each in a network namespace holding
+ * its pod's IP (e2e/support/pod-player.ts), so calls reach the pod the daemon chose across the
+ * namespace's link and the reply names it.
  *
- * Needs `npm run build` first (the daemon runs from dist/) and root on the local plane (pod IPs
- * are made local addresses; see scripts/cluster/up.sh). Without root the routing tests are skipped
- * with a note, and the registry checks still run through the daemon's debug endpoints.
+ * Needs `npm run build` first (the daemon runs from dist/) and root, to make the namespaces (see
+ * test/support/netns.ts). Without it the routing tests are skipped with one line saying why, and the
+ * registry checks still run through the daemon's debug endpoints.
  */
 import { randomBytes } from 'node:crypto';
 import {
   APISERVER_RESTART_TIMEOUT_MS,
   ensureCluster,
   kubeRequest,
-  podIpsReachable,
+  podNetwork,
   readKubeconfig,
   startApiServer,
   stopApiServer,
@@ -22,7 +23,7 @@ import {
 } from '../test/support/cluster.js';
 import { metricValue, startDaemon, type Daemon } from '../test/support/daemon.js';
 import { apply, applyCrds, createNamespace, deleteNamespace, deployment, readyAddresses, scale } from './support/kube.js';
-import { playPods, type PodPlayer } from './support/pod-player.js';
+import { PLAYED_CONDITION, playPods, type PodPlayer } from './support/pod-player.js';
 import { pollUntil } from './support/wait.js';
 import { startXdsClient, type CallResult, type XdsClient } from './support/xds-client.js';
 
@@ -30,8 +31,10 @@ const ns = `e2e-cluster-${randomBytes(3).toString('hex')}`;
 const HOST = `echo.${ns}.svc.cluster.local`;
 const PORT = 7070;
 const TARGET = `${HOST}:${PORT}`;
-// Calls reach played pods only where the pod range is local to this host (scripts/cluster/up.sh as root).
-const routable = podIpsReachable();
+// Calls reach played pods only where this process can give them network namespaces (root).
+const network = podNetwork();
+const routable = network.network !== undefined;
+if (!routable) process.stderr.write(`e2e/cluster-registry: tests that route calls to pods are skipped: ${network.reason}\n`);
 const routing = routable ? it : it.skip;
 
 let creds: KubeconfigCredentials;
@@ -51,7 +54,8 @@ function byVersion(r: CallResult): Record<string, number> {
 }
 
 function diagnostics(): string {
-  return `--- daemon log tail ---\n${daemon?.logs().slice(-6000) ?? ''}\n--- client stderr ---\n${client?.stderr().slice(-2000) ?? ''}`;
+  const played = pods ? `--- pods played: ${pods.serving().join(', ') || 'none'}; problems: ${pods.problems().join(' | ') || 'none'}\n` : '';
+  return `${played}--- daemon log tail ---\n${daemon?.logs().slice(-6000) ?? ''}\n--- client stderr ---\n${client?.stderr().slice(-2000) ?? ''}`;
 }
 
 const vs = (weights: Record<string, number>): Record<string, unknown> => ({
@@ -76,8 +80,11 @@ beforeAll(async () => {
     metadata: { name: 'echo', namespace: ns },
     spec: { selector: { app: 'echo' }, ports: [{ name: 'grpc-echo', port: PORT, targetPort: 7070 }] },
   });
-  await apply(creds, deployment(ns, 'echo-v1', 2, { app: 'echo', version: 'v1' }));
-  await apply(creds, deployment(ns, 'echo-v2', 1, { app: 'echo', version: 'v2' }));
+  // Played pods become Ready only once their backend listens, as behind a readiness probe.
+  const played = routable ? { readinessGate: PLAYED_CONDITION } : {};
+  await apply(creds, deployment(ns, 'echo-v1', 2, { app: 'echo', version: 'v1' }, played));
+  await apply(creds, deployment(ns, 'echo-v2', 1, { app: 'echo', version: 'v2' }, played));
+  if (routable) pods = await playPods(creds, ns, 'app=echo', 7070, { pollMs: 50 });
   await apply(creds, {
     apiVersion: 'networking.mesh.io/v1',
     kind: 'DestinationRule',
@@ -85,8 +92,7 @@ beforeAll(async () => {
     spec: { host: HOST, subsets: [{ name: 'v1', labels: { version: 'v1' } }, { name: 'v2', labels: { version: 'v2' } }] },
   });
   await apply(creds, vs({ v1: 80, v2: 20 }) as never);
-  await pollUntil(async () => (await readyAddresses(creds, ns, 'echo')).length === 3, { timeoutMs: 60_000, what: '3 ready endpoints in the slices' });
-  if (routable) pods = await playPods(creds, ns, 'app=echo', 7070, 50);
+  await pollUntil(async () => (await readyAddresses(creds, ns, 'echo')).length === 3, { timeoutMs: 60_000, what: '3 ready endpoints in the slices', diagnostics });
   daemon = await startDaemon({
     registries: 'Cluster',
     args: ['--clusterconfig', kubeconfig, '--resync', '10s'],
@@ -191,14 +197,14 @@ describe('Cluster registry', () => {
     const before = new Set(await readyAddresses(creds, ns, 'echo'));
     await scale(creds, ns, 'echo-v1', 3);
     // The clock starts when the new pod is a ready endpoint in the cluster: what comes before is
-    // the cluster's own work (scheduling, the simulated kubelet, the slice controller).
+    // the cluster's own work (scheduling, the simulated kubelet, the pod player starting the pod's
+    // backend, which the pod's readiness gate waits for, the slice controller).
     const added = await pollUntil(
       async () => (await readyAddresses(creds, ns, 'echo')).find((a) => !before.has(a)),
-      { timeoutMs: 60_000, intervalMs: 20, what: 'a new ready endpoint' },
+      { timeoutMs: 60_000, intervalMs: 20, what: 'a new ready endpoint', diagnostics },
     );
-    // ... and once its "container" (the pod player's backend) serves.
-    await pollUntil(() => pods!.serving().length === 4, { timeoutMs: 5_000, intervalMs: 10, what: 'the new pod to be played' });
     const t0 = Date.now();
+    expect(pods!.serving()).toHaveLength(4);
     const r = await client!.callUntil(
       TARGET,
       { count: 12, concurrency: 6, deadlineMs: 500 },

@@ -137,7 +137,7 @@ describe('mesh-operator end to end', () => {
     );
     operator.stdout?.setEncoding('utf8').on('data', (c: string) => (operatorLog += c));
     operator.stderr?.setEncoding('utf8').on('data', (c: string) => (operatorLog += c));
-    const port = await pollUntil(() => /mesh-operator started .*monitoring=(\d+)/.exec(operatorLog)?.[1], { timeoutMs: 20_000, what: 'the operator to start' }).catch((err: Error) => {
+    const port = await pollUntil(() => /mesh-operator started\s.*monitoring=(\d+)/.exec(operatorLog)?.[1], { timeoutMs: 20_000, what: 'the operator to start' }).catch((err: Error) => {
       throw new Error(`${err.message}\n${tail(operatorLog)}`);
     });
 

@@ -10,9 +10,11 @@
 //
 // Usage:  node scripts/build-stamp.mjs [--root <dir>] [--out <file>]
 //         --root  the source tree (package.json, git); default: this repository
-//         --out   default: <root>/dist/version/build-stamp.json
+//         --out   default: <root>/dist/version/build-stamp.json, beside the compiled
+//                 build-info.js, and <root>/dist/bin/build-stamp.json, beside meshctl's bundle
+//                 (scripts/bundle.mjs; build-info.ts reads the stamp next to whichever runs)
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,7 +30,9 @@ for (let i = 0; i < args.length; i += 2) {
   }
 }
 const root = resolve(opt('--root') ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
-const out = resolve(opt('--out') ?? join(root, 'dist', 'version', 'build-stamp.json'));
+const outs = opt('--out')
+  ? [resolve(opt('--out'))]
+  : [join(root, 'dist', 'version', 'build-stamp.json'), ...(existsSync(join(root, 'dist', 'bin')) ? [join(root, 'dist', 'bin', 'build-stamp.json')] : [])];
 
 /** Output of a git command in the source tree, or undefined when it fails (no git, not a repository). */
 function git(...gitArgs) {
@@ -53,6 +57,8 @@ const stamp = {
   tag: tag || 'unknown',
   buildTime,
 };
-mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, `${JSON.stringify(stamp, null, 2)}\n`);
-console.log(`build-stamp: ${stamp.version} ${stamp.revision} (${stamp.status}) -> ${out}`);
+for (const out of outs) {
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify(stamp, null, 2)}\n`);
+}
+console.log(`build-stamp: ${stamp.version} ${stamp.revision} (${stamp.status}) -> ${outs.join(', ')}`);

@@ -6,7 +6,7 @@
  *
  * See bench/README.md for what each figure means.
  */
-import { DAEMON_RUNTIME_ENV } from '../../src/bootstrap/runtime-env.js';
+import { DAEMON_RUNTIME_ENV } from '../../src/install/render/runtime-env.js';
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -68,7 +68,7 @@ const USAGE = `usage: npm run bench:xds -- [options]
   --edit-timeout S        give up on an edit after S seconds [180]
   --quiet MS              an edit window ends once no response arrived for MS [1500]
   --daemon-env K=V        extra environment for the daemon (repeatable), e.g. DISC_PUSH_THROTTLE=200
-  --system-malloc         run the daemon without the allocator settings it is deployed with (src/bootstrap/runtime-env.ts)
+  --system-malloc         run the daemon without the allocator settings it is deployed with (src/install/render/runtime-env.ts)
   --cpu-prof              run the daemon with --cpu-prof and print per-phase top functions
   --keep                  keep the run directory (config, daemon log, profile)`;
 

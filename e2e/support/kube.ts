@@ -97,8 +97,18 @@ export async function readyAddresses(creds: KubeconfigCredentials, namespace: st
     .sort();
 }
 
-/** A Deployment whose pods carry `labels`; kwok runs them on the simulated nodes. */
-export function deployment(namespace: string, name: string, replicas: number, labels: Record<string, string>, serviceAccount?: string): KubeManifest {
+export interface DeploymentOptions {
+  readonly serviceAccount?: string;
+  /**
+   * A readiness gate of the pods: they become Ready only once it is set, e.g. `PLAYED_CONDITION`
+   * (e2e/support/pod-player.ts), which the pod player sets once the pod's backend listens.
+   */
+  readonly readinessGate?: string;
+}
+
+/** A Deployment whose pods carry `labels`; the node simulator runs them on the simulated nodes. */
+export function deployment(namespace: string, name: string, replicas: number, labels: Record<string, string>, options: DeploymentOptions = {}): KubeManifest {
+  const { serviceAccount, readinessGate } = options;
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -110,6 +120,7 @@ export function deployment(namespace: string, name: string, replicas: number, la
         metadata: { labels },
         spec: {
           ...(serviceAccount ? { serviceAccountName: serviceAccount } : {}),
+          ...(readinessGate ? { readinessGates: [{ conditionType: readinessGate }] } : {}),
           containers: [{ name: 'app', image: 'mesh-e2e/echo:latest', ports: [{ containerPort: 7070, name: 'grpc' }] }],
         },
       },

@@ -88,7 +88,7 @@ export async function withMesh(setup: MeshSetup, body: (mesh: Mesh) => Promise<v
         err.message = `${err.message}\n${diagnostics()}`;
         throw err;
       }
-      throw new Error(`${String(err)}\n${diagnostics()}`);
+      throw new Error(`${String(err)}\n${diagnostics()}`, { cause: err });
     }
   } finally {
     for (const c of cleanups.reverse()) {

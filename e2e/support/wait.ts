@@ -30,7 +30,7 @@ export async function pollUntil<T>(probe: () => T | undefined | false | Promise<
   const timeoutMs = options.timeoutMs ?? 10_000;
   const intervalMs = options.intervalMs ?? 100;
   const deadline = Date.now() + timeoutMs;
-  let last: unknown = undefined;
+  let last: unknown;
   for (;;) {
     try {
       const value = await probe();

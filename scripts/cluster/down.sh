@@ -29,9 +29,19 @@ with_lock
 stop_pid kwok kube-scheduler kube-controller-manager kube-apiserver
 stop_pid etcd
 
+# The plane's pod networking: the test network namespaces left (a test process still using them
+# loses its pods), the guard route, and, unless the state is kept, the claim on its pod slot.
+if [[ -f "$cluster_dir/cluster.env" ]]; then
+  # shellcheck disable=SC1091
+  source "$cluster_dir/cluster.env"
+  if [[ -n "${NETNS_PREFIX:-}" ]]; then pod_netns_cleanup "$NETNS_PREFIX" all; fi
+  pod_net_down
+  if [[ -n "${POD_SLOT:-}" ]] && ! $keep; then release_pod_slot "$POD_SLOT"; fi
+fi
+# State of the first format: a local route for the whole pod range.
 if [[ -f "$cluster_dir/pod-route" ]]; then
   ip route del local "$(cat "$cluster_dir/pod-route")" dev lo 2>/dev/null || true
-  $keep && rm -f "$cluster_dir/pod-route"
+  rm -f "$cluster_dir/pod-route"
 fi
 
 if $keep; then

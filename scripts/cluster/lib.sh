@@ -94,7 +94,8 @@ api_curl() {
 
 # component_cmd NAME BIN: sets the array `cmd` to the command line that starts component NAME.
 # Every listener is on 127.0.0.1; the addresses given to pods, nodes and services are fictitious
-# (benchmarking ranges 198.18.0.0/15) and nothing listens on them.
+# (benchmarking range 198.18.0.0/15). Only pods a test plays get a network namespace that answers
+# on their address (pod-network.sh).
 component_cmd() {
   local name="$1" bin="$2" d="$cluster_dir"
   case "$name" in
@@ -145,7 +146,7 @@ component_cmd() {
       ;;
     kwok)
       cmd=("$bin" --kubeconfig="$d/kwok.kubeconfig" --config="$d/kwok-stages.yaml" --manage-all-nodes=true
-        --cidr="$POD_CIDR" --node-ip="$NODE_IP" --node-lease-duration-seconds=40
+        --cidr="${KWOK_CIDR:?choose_kwok_cidr first}" --node-ip="$NODE_IP" --node-lease-duration-seconds=40
         --server-address="127.0.0.1:$KWOK_PORT")
       ;;
     *) cluster_die "unknown component '$name'" ;;
@@ -170,8 +171,10 @@ start_component() {
   if pid_alive "$pidfile" "$(cat "$cluster_dir/run/$name.bin" 2>/dev/null)"; then
     cluster_log "$name already running (pid $(cat "$pidfile"))"
   else
-    component_cmd "$name" "$bin"
     mkdir -p "$cluster_dir/run" "$cluster_dir/logs"
+    # A new simulator process hands out pod addresses from a block no running pod uses.
+    if [[ "$name" == kwok ]]; then KWOK_CIDR="$(choose_kwok_cidr)"; fi
+    component_cmd "$name" "$bin"
     if [[ "$name" == kwok ]]; then
       # The node leases still name the previous simulator process, and a new one (a new random
       # identity) would wait for them to expire (40 s) before it takes the nodes over.
@@ -212,3 +215,6 @@ with_lock() {
     cluster_die "another cluster command holds $cluster_dir.lock for more than 10 minutes"
   fi
 }
+
+# shellcheck source=scripts/cluster/pod-network.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pod-network.sh"

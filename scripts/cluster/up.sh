@@ -76,7 +76,7 @@ YAML
 }
 
 # Bump when the state dir's layout or contents change; an older state is refused.
-state_format=1
+state_format=2
 
 # 2. State: ports, certificates, kubeconfigs and component configs, made once.
 init_state() {
@@ -88,7 +88,10 @@ init_state() {
   mkdir -p "$cluster_dir"/{pki,data,logs,run/home}
   chmod 700 "$cluster_dir"
   touch "$cluster_dir/.mesh-cluster"
-  local pki="$cluster_dir/pki" api_port="${MESH_CLUSTER_APISERVER_PORT:-$(free_port)}"
+  local pki="$cluster_dir/pki" api_port="${MESH_CLUSTER_APISERVER_PORT:-$(free_port)}" slot
+  # The plane's pod addresses and test namespace names, unique among the planes on this machine.
+  slot="$(claim_pod_slot)" || exit 1
+  pod_netns_cleanup "$(netns_prefix_of "$slot")" all
   cat >"$cluster_dir/cluster.env.tmp" <<ENV
 # Written by scripts/cluster/up.sh; read by the other scripts and test/support/cluster.ts.
 STATE_FORMAT=$state_format
@@ -100,7 +103,9 @@ SCHEDULER_PORT=$(free_port)
 KWOK_PORT=$(free_port)
 SERVICE_ACCOUNT_ISSUER=https://kubernetes.default.svc.cluster.local
 SERVICE_CIDR=198.19.0.0/17
-POD_CIDR=198.18.0.0/16
+POD_SLOT=$slot
+POD_CIDR=$(pod_cidr_of "$slot")
+NETNS_PREFIX=$(netns_prefix_of "$slot")
 NODE_IP=198.19.128.1
 CONTROLLERS=*,-node-ipam-controller
 KUBECONFIG_PATH=$cluster_dir/admin.kubeconfig
@@ -150,6 +155,10 @@ fi
 load_state
 [[ "${STATE_FORMAT:-}" == "$state_format" ]] ||
   cluster_die "$cluster_dir was made by an older version of these scripts; run npm run cluster:down first"
+# Claimed again on every start: after a reboot the machine-wide claims are gone, the state is not.
+claim_pod_slot "$POD_SLOT" >/dev/null || exit 1
+# Network namespaces of test processes that ended without removing them (a crashed run).
+pod_netns_cleanup "$NETNS_PREFIX" dead
 cp -f "$here/kwok-stages.yaml" "$cluster_dir/kwok-stages.yaml"
 
 # api_apply PATH JSON: creates an object; "already exists" is fine.
@@ -202,17 +211,11 @@ until [[ "$(api_curl /api/v1/nodes 2>/dev/null | node -e '
   sleep 0.3
 done
 
-# 5. Pod addresses reachable from this host: a local route for the pod range makes every simulated
-# pod's IP an address of this machine ("AnyIP"), so a test can play a pod's container by serving
-# its port on its IP. Needs root (CAP_NET_ADMIN); without it pod IPs stay unreachable and tests that
-# need them say so. The file pod-route records the route for down.sh.
-if [[ "$(id -u)" == 0 ]] && command -v ip >/dev/null 2>&1; then
-  if ip route replace local "$POD_CIDR" dev lo 2>/dev/null; then
-    printf '%s\n' "$POD_CIDR" >"$cluster_dir/pod-route"
-  else
-    cluster_log "could not add a local route for $POD_CIDR: pod IPs are not reachable from this host"
-  fi
-fi
+# 5. Pod addresses: the tests give each pod they play a network namespace of its own with the pod's
+# address (test/support/netns.ts, e2e/support/pod-player.ts); the rest of the plane's range is
+# unreachable from this host. Needs root (CAP_NET_ADMIN); without it, tests that need pod addresses
+# say so and skip.
+pod_net_up
 
 cluster_log "ready in $((SECONDS - t0))s ($((SECONDS - t_built))s after the build check): $SERVER"
 cluster_log "try: KUBECONFIG=$KUBECONFIG_PATH kubectl get nodes   (kubectl: scripts/cluster/build.sh kubectl)"

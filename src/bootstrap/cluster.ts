@@ -18,8 +18,8 @@ import type { Metrics } from '../metrics/metrics.js';
 import { clusterRegistryMetrics } from '../registry/kube/metrics.js';
 import { KubeRegistry } from '../registry/kube/registry.js';
 import type { AggregateRegistry } from '../registry/aggregate.js';
-import { RemoteClusterController } from '../registry/multicluster/controller.js';
-import type { RemoteClusterFactory } from '../registry/multicluster/types.js';
+import { RemoteClusterController } from '../controllers/remote-clusters/controller.js';
+import type { RemoteClusterFactory } from '../controllers/remote-clusters/types.js';
 
 export interface ClusterOptions {
   readonly kubeconfig: string;
@@ -83,7 +83,7 @@ export function createClusterSide(
   const onError =
     (what: string) =>
     (err: Error, phase: InformerPhase): void => {
-      metrics.controllerSyncErrors.inc();
+      metrics.controllerSyncErrors.inc({ controller: 'cluster-registry' });
       log.warn({ informer: what, phase, err: err.message }, `${what} informer: ${phase}: ${err.message} (retrying)`);
     };
   const informer = <T extends KubeObject>(apiVersion: string, plural: string, kind: string, namespaced: boolean, transform?: (o: T) => T): Informer<T> =>
@@ -127,7 +127,7 @@ export function createClusterSide(
         store,
         onReject,
         onError: (err, kind) => {
-          metrics.controllerSyncErrors.inc();
+          metrics.controllerSyncErrors.inc({ controller: 'config-crds' });
           log.warn({ kind, err: err.message }, `config informer: ${err.message} (retrying)`);
         },
       })
@@ -152,7 +152,7 @@ export function createClusterSide(
   };
 }
 
-// ---- remote clusters (src/registry/multicluster/, docs/adr/0018-remote-clusters.md) ----
+// ---- remote clusters (src/controllers/remote-clusters/, docs/adr/0018-remote-clusters.md) ----
 
 export interface RemoteClusterOptions {
   readonly qps: number;
@@ -185,7 +185,7 @@ export function remoteClusterFactory(opts: RemoteClusterOptions, metrics: Metric
     const onError =
       (what: string) =>
       (err: Error, phase: InformerPhase): void => {
-        metrics.controllerSyncErrors.inc();
+        metrics.controllerSyncErrors.inc({ controller: 'remote-cluster-registry' });
         clog.warn({ informer: what, phase, err: err.message }, `remote cluster ${clusterId}: ${what} informer: ${phase}: ${err.message} (retrying)`);
       };
     const informer = <T extends KubeObject>(apiVersion: string, plural: string, kind: string, namespaced: boolean, transform?: (o: T) => T): Informer<T> =>
@@ -284,6 +284,7 @@ export function createRemoteClusters(
     syncTimeoutMs: setup.syncTimeoutMs,
     metrics: { managedClusters: (n) => metrics.managedClusters.set(n), syncTimedOut: () => metrics.remoteClusterSyncTimeouts.inc() },
     log,
-    onWatchError: () => metrics.controllerSyncErrors.inc(),
+    onWatchError: () => metrics.controllerSyncErrors.inc({ controller: 'remote-clusters' }),
+    syncErrors: metrics.controllerSyncErrors,
   });
 }

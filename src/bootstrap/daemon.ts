@@ -24,7 +24,6 @@ import { generatorsFor } from './generators.js';
 import type { DaemonConfig } from './daemon-config.js';
 import { openMeshSources, type MeshSources } from './mesh-config-map.js';
 import { KubeClient } from '../kube/client.js';
-import { ServiceExportController } from '../controllers/service-export/controller.js';
 import type { MeshNetworks } from '../config/mesh-networks.js';
 import { createClusterSide, createRemoteClusters, type RemoteClustersSetup } from './cluster.js';
 import { createDaemonControllers, type DaemonControllers } from '../controllers/daemon-controllers.js';
@@ -98,7 +97,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     multiclusterHeadless: cfg.env.ENABLE_MULTICLUSTER_HEADLESS,
   });
   await registry.start();
-  // Remote clusters from Secrets (src/registry/multicluster/): ready waits for them, at most DISC_REMOTE_CLUSTER_TIMEOUT.
+  // Remote clusters from Secrets (src/controllers/remote-clusters/): ready waits for them, at most DISC_REMOTE_CLUSTER_TIMEOUT.
   const remotes = cluster ? createRemoteClusters(remoteClustersSetup(cfg, mesh.trustDomain), cluster.client, registry, metrics, logs.source) : undefined;
   await remotes?.start();
 
@@ -148,8 +147,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   });
   model.onPush((req) => ads.push(req));
 
-  // Controllers that write back to the cluster: status (leader only), distribution tracking,
-  // workload-entry auto-registration (src/controllers/daemon-controllers.ts).
+  // Everything that writes back to the cluster (src/controllers/daemon-controllers.ts).
   const controllers = cluster
     ? createDaemonControllers({
         env: cfg.env,
@@ -158,15 +156,14 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
         registry,
         model,
         mesh: () => model.meshSettings(),
+        domain: cfg.domain,
+        gatewayApi: gatewayApi?.source,
+        meshConfig: { clusterLocalHosts: () => meshSources.mesh.current().clusterLocalHosts ?? [], onChange: (l) => meshSources.mesh.onChange(() => l()) },
         metrics,
         logs: { status: logs.source, wle: logs.source, leader: logs.main },
       })
     : undefined;
   late.controllers = controllers;
-  if (controllers && gatewayApi && cfg.env.DISC_ENABLE_GATEWAY_API_STATUS) {
-    gatewayApi.addStatusDuty(controllers.leadership, { qps: cfg.env.DISC_STATUS_QPS, burst: cfg.env.DISC_STATUS_BURST });
-  }
-  if (controllers && cluster) addMcsAutoExport(cfg, controllers, cluster.client, meshSources, metrics, logs);
   await controllers?.start();
 
   const server = new grpc.Server({
@@ -230,20 +227,6 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   return { grpcPort, httpPort, monitoringPort, metrics, ads, model, meshNetworks: () => meshSources.networks.current(), stop };
 }
 
-/** ENABLE_MCS_AUTOEXPORT: the leader's `mcs-autoexport` duty (src/controllers/service-export/). */
-function addMcsAutoExport(cfg: DaemonConfig, controllers: DaemonControllers, client: KubeClient, mesh: MeshSources, metrics: Metrics, logs: DaemonLoggers): void {
-  if (!cfg.env.ENABLE_MCS_AUTOEXPORT) return;
-  const exporter = new ServiceExportController({
-    client,
-    domain: cfg.domain,
-    clusterLocalHosts: () => mesh.mesh.current().clusterLocalHosts ?? [],
-    onMeshChange: (l) => mesh.mesh.onChange(() => l()),
-    log: logs.main,
-    onError: () => metrics.controllerSyncErrors.inc(),
-  });
-  controllers.leadership.addDuty('mcs-autoexport', (signal) => exporter.run(signal));
-}
-
 /**
  * Mesh config and networks: the `--meshConfig` / `--networksConfig` files when they exist, else
  * (with `--registries Cluster`) the mesh ConfigMap of the daemon namespace (./mesh-config-map.ts);
@@ -262,7 +245,7 @@ async function openDaemonMeshSources(cfg: DaemonConfig, logs: DaemonLoggers, met
           namespace: cfg.namespace,
           revision: cfg.env.REVISION,
           onReject: (key) => metrics.rejectedConfigs.inc({ type: key === 'mesh' ? 'MeshConfig' : 'MeshNetworks' }),
-          onError: () => metrics.controllerSyncErrors.inc(),
+          onError: () => metrics.controllerSyncErrors.inc({ controller: 'mesh-config' }),
         }
       : undefined,
   });

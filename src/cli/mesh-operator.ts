@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `mesh-operator`: the operator controller's executable. `server` runs the controller (see
- * src/operator/server.ts) until SIGTERM or SIGINT; `version` prints build information. It runs in
+ * src/bootstrap/operator.ts) until SIGTERM or SIGINT; `version` prints build information. It runs in
  * the Deployment of `meshctl operator dump`, or as a local process against any cluster:
  *
  *   mesh-operator server --watchedNamespaces mesh-system --clusterconfig ~/.kube/config --operatorNamespace mesh-operator
@@ -51,7 +51,7 @@ export function buildOperatorProgram(cli: Cli): Command {
     .option('--identity <name>', 'Leader-election identity (default: $POD_NAME, else host-pid-random).')
     .action(
       cli.action(async (opts: ServerFlags) => {
-        const { parseNamespaceList, DEFAULT_OPERATOR_NAMESPACE } = await import('../operator/names.js');
+        const { parseNamespaceList, DEFAULT_OPERATOR_NAMESPACE } = await import('../install/operator-names.js');
         const { parseListenAddr } = await import('../config/discovery-flags.js');
         let watched: string[];
         let monitoring: { host: string; port: number } | null;
@@ -62,7 +62,7 @@ export function buildOperatorProgram(cli: Cli): Command {
           throw new CliError((err as Error).message.startsWith('--') ? (err as Error).message : `--monitoringAddr: ${(err as Error).message}`);
         }
         const operatorNamespace = opts.operatorNamespace || cli.io.env.POD_NAMESPACE || DEFAULT_OPERATOR_NAMESPACE;
-        const { runOperatorServer } = await import('../operator/server.js');
+        const { runOperatorServer } = await import('../bootstrap/operator.js');
         const { KubeConfigError } = await import('../kube/kubeconfig.js');
         await runOperatorServer({
           watchedNamespaces: watched,

@@ -209,7 +209,7 @@ export async function meshDiscoveryReference(): Promise<ReferencePage> {
 /** docs/reference/mesh-operator.md */
 export async function meshOperatorReference(): Promise<ReferencePage> {
   const { buildOperatorProgram } = await import('./mesh-operator.js');
-  const { createOperatorMetrics } = await import('../operator/metrics.js');
+  const { createOperatorMetrics } = await import('../controllers/installation/metrics.js');
   const program = buildOperatorProgram(createCli(SILENT_IO));
   const text = [
     header('mesh-operator reference', `${program.description()} \`meshctl operator init\` installs it in a cluster.`),

@@ -1,33 +1,46 @@
 /**
- * Builds the daemon's status, distribution, auto-registration and leadership parts from its
- * environment (DaemonEnv) in one call, for the daemon bootstrap to start and stop, and hands out
- * the hooks the xDS server calls:
+ * The daemon's controllers (everything meshd writes back to its cluster), built from its
+ * environment (DaemonEnv) in one call, for the daemon bootstrap to start and stop, with the hooks
+ * the xDS server calls:
  *
  *   const c = createDaemonControllers({ env, client, store, registry, model, mesh, metrics });
  *   await c.start();
- *   // xDS server observer: c.distribution?.onAck(...) / onDisconnect(...)  (DistributionReporter; wired in bootstrap/daemon.ts)
+ *   // xDS server observer: c.distribution?.onAck(...) / onDisconnect(...)  (DistributionReporter)
  *   //             c.workloadEntries?.connected(proxy) / disconnected(proxy) (ConnectionObserver)
  *   //             c.workloadEntries?.healthReport(proxy, report)           (HealthObserver)
  *   await c.stop();
  *
- * Leader-only duties: `status` (DISC_ENABLE_STATUS) and `wle-cleanup`
- * (DISC_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION). Every daemon publishes its distribution report and
- * registers its own workloads.
+ * Every controller follows the reconcile contract of src/controllers/runtime/ and counts its
+ * failures in controller_sync_errors_total{controller}. Leader only (one Leadership on the Lease
+ * `meshd-leader[-<REVISION>]` in POD_NAMESPACE, identity POD_NAME):
+ *   status              config status (DISC_ENABLE_STATUS)                  ./config-status/
+ *   gateway-api-status  gateway-api status (DISC_ENABLE_GATEWAY_API_STATUS) ./gateway-api-status/
+ *   wle-cleanup         old auto-registered entries                         ./workload-entry/cleanup.ts
+ *   mcs-autoexport      ServiceExports (ENABLE_MCS_AUTOEXPORT)              ./service-export/
+ * Every daemon:
+ *   distribution-report this daemon's distribution report                   ./config-status/
+ *   wle                 its workloads' entries (auto-registration)          ./workload-entry/
+ * (Remote clusters, ./remote-clusters/, run on every daemon too; the cluster side builds them.)
+ * A new controller is a module under src/controllers/<what it reconciles>/ and one line here.
  */
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { WorkloadInfo } from '../analysis/types.js';
-import { KUBE_ORIGIN } from '../config/kube-source.js';
 import type { DaemonEnv } from '../config/daemon-env.js';
+import type { GatewayApiSource } from '../config/gateway-api/source.js';
+import { KUBE_ORIGIN } from '../config/kube-source.js';
 import type { ConfigStore } from '../config/types.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { MeshSettings } from '../model/mesh-settings.js';
 import type { Endpoint, Service } from '../model/service.js';
-import { DistributionTracker, type SnapshotSource } from '../status/distribution.js';
-import { MeshDistribution, ReportPublisher } from '../status/distribution-reports.js';
-import { StatusController } from '../status/status-controller.js';
-import { Leadership } from './leadership.js';
+import { DistributionTracker, type SnapshotSource } from './config-status/distribution.js';
+import { MeshDistribution, ReportPublisher } from './config-status/distribution-reports.js';
+import { StatusController } from './config-status/status-controller.js';
+import { GatewayApiStatusWriter } from './gateway-api-status/controller.js';
+import { Leadership } from './runtime/index.js';
+import { ServiceExportController } from './service-export/controller.js';
+import { WorkloadEntryCleanup } from './workload-entry/cleanup.js';
 import { WorkloadEntryController } from './workload-entry/controller.js';
 
 type EnvPart = Pick<
@@ -48,6 +61,7 @@ type EnvPart = Pick<
   | 'DISC_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS'
   | 'DISC_WORKLOAD_ENTRY_GRACE_PERIOD'
   | 'DISC_SCOPE_GATEWAY_TO_NAMESPACE'
+  | 'ENABLE_MCS_AUTOEXPORT'
 >;
 
 /** The service registry as these parts read it (AggregateRegistry fits). */
@@ -55,6 +69,12 @@ export interface RegistryView {
   services(): ReadonlyArray<Service>;
   endpoints?(service: Service): ReadonlyArray<Endpoint>;
   onEvent?(handler: () => void): () => void;
+}
+
+/** The mesh config as the MCS auto-export reads it. */
+export interface MeshConfigView {
+  clusterLocalHosts(): ReadonlyArray<string>;
+  onChange(listener: () => void): () => void;
 }
 
 export interface DaemonControllersInput {
@@ -65,6 +85,12 @@ export interface DaemonControllersInput {
   /** The model, so distribution tracking learns each snapshot version. */
   readonly model?: SnapshotSource;
   readonly mesh: () => MeshSettings;
+  /** `--domain`, for the MCS auto-export's cluster-local host patterns. */
+  readonly domain?: string;
+  /** With gateway-api on: the source whose objects get status (DISC_ENABLE_GATEWAY_API_STATUS). */
+  readonly gatewayApi?: GatewayApiSource;
+  /** With ENABLE_MCS_AUTOEXPORT: the mesh config's cluster-local hosts. */
+  readonly meshConfig?: MeshConfigView;
   readonly metrics?: Metrics;
   readonly logs?: { readonly status?: Logger; readonly wle?: Logger; readonly leader?: Logger };
   /** Leader election timing (tests). */
@@ -79,8 +105,14 @@ export interface DaemonControllers {
   readonly distribution?: DistributionTracker;
   /** ConnectionObserver and HealthObserver for the xDS connect path (with auto-registration). */
   readonly workloadEntries?: WorkloadEntryController;
+  readonly gatewayApiStatus?: GatewayApiStatusWriter;
   start(): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** `meshd-leader`, or `meshd-leader-<revision>` for a named revision other than `default`. */
+export function meshdLeaseName(revision: string | undefined): string {
+  return revision && revision !== 'default' ? `meshd-leader-${revision}` : 'meshd-leader';
 }
 
 /** Workloads (endpoint labels, service namespace) for the analyzers' selector checks. */
@@ -98,7 +130,12 @@ export function createDaemonControllers(input: DaemonControllersInput): DaemonCo
   const { env, client, store } = input;
   const identity = env.POD_NAME || hostname();
   const namespace = env.POD_NAMESPACE;
-  const leadership = new Leadership({ client, namespace, identity, revision: env.REVISION, log: input.logs?.leader, ...input.lease });
+  const syncErrors = input.metrics?.controllerSyncErrors;
+  if (!namespace) throw new Error('leadership: namespace (POD_NAMESPACE) is required');
+  const leadership = new Leadership({
+    lease: { client, namespace, name: meshdLeaseName(env.REVISION), identity, ...input.lease },
+    log: input.logs?.leader,
+  });
   const cleanups: Array<() => Promise<void> | void> = [];
   const starters: Array<() => Promise<void> | void> = [];
 
@@ -110,7 +147,7 @@ export function createDaemonControllers(input: DaemonControllersInput): DaemonCo
     const tracker = new DistributionTracker({ store, identity, retentionMs: env.DISC_DISTRIBUTION_HISTORY_RETENTION, include: (o) => o.meta.origin === KUBE_ORIGIN });
     distribution = tracker;
     // The leader needs every daemon's report only to write status.
-    if (env.DISC_ENABLE_STATUS) publisher = new ReportPublisher({ client, tracker, namespace, identity, intervalMs, staleAfterMs, log: input.logs?.status });
+    if (env.DISC_ENABLE_STATUS) publisher = new ReportPublisher({ client, tracker, namespace, identity, intervalMs, staleAfterMs, log: input.logs?.status, syncErrors });
     starters.push(() => {
       tracker.start();
       if (input.model) cleanups.push(tracker.followModel(input.model));
@@ -121,7 +158,7 @@ export function createDaemonControllers(input: DaemonControllersInput): DaemonCo
 
   let status: StatusController | undefined;
   if (env.DISC_ENABLE_STATUS) {
-    const mesh = distribution && env.DISC_ENABLE_CONFIG_DISTRIBUTION_TRACKING ? new MeshDistribution({ client, tracker: distribution, namespace, identity, staleAfterMs, log: input.logs?.status }) : undefined;
+    const mesh = distribution ? new MeshDistribution({ client, tracker: distribution, namespace, identity, staleAfterMs, log: input.logs?.status }) : undefined;
     status = new StatusController({
       client,
       store,
@@ -129,6 +166,7 @@ export function createDaemonControllers(input: DaemonControllersInput): DaemonCo
       burst: env.DISC_STATUS_BURST,
       workers: env.DISC_STATUS_MAX_WORKERS,
       log: input.logs?.status,
+      syncErrors,
       analysis: env.DISC_ENABLE_ANALYSIS
         ? {
             services: { services: () => input.registry.services(), onEvent: input.registry.onEvent?.bind(input.registry) },
@@ -149,37 +187,67 @@ export function createDaemonControllers(input: DaemonControllersInput): DaemonCo
           }
         : undefined,
     });
-    const controller = status;
-    leadership.addDuty('status', (signal) => controller.run(signal));
-    // gateway-api status is a duty of its own (src/config/gateway-api/status.ts), added by the bootstrap.
+    leadership.add(status);
+  }
+
+  let gatewayApiStatus: GatewayApiStatusWriter | undefined;
+  if (input.gatewayApi && env.DISC_ENABLE_GATEWAY_API_STATUS) {
+    gatewayApiStatus = new GatewayApiStatusWriter({ client, source: input.gatewayApi, qps: env.DISC_STATUS_QPS, burst: env.DISC_STATUS_BURST, log: input.logs?.status, syncErrors });
+    leadership.add(gatewayApiStatus);
   }
 
   let workloadEntries: WorkloadEntryController | undefined;
   if (env.DISC_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION) {
     const m = input.metrics;
+    const counters = m
+      ? {
+          success: m.autoRegistrationSuccess,
+          updates: m.autoRegistrationUpdates,
+          unregister: m.autoRegistrationUnregister,
+          deletes: m.autoRegistrationDeletes,
+          errors: m.autoRegistrationErrors,
+        }
+      : undefined;
     const wle = new WorkloadEntryController({
       client,
       identity,
       healthChecks: env.DISC_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS,
       gracePeriodMs: env.DISC_WORKLOAD_ENTRY_GRACE_PERIOD,
-      controllerPodNamespace: env.POD_NAME ? namespace : undefined,
-      counters: m
-        ? {
-            success: m.autoRegistrationSuccess,
-            updates: m.autoRegistrationUpdates,
-            unregister: m.autoRegistrationUnregister,
-            deletes: m.autoRegistrationDeletes,
-            errors: m.autoRegistrationErrors,
-          }
-        : undefined,
+      counters,
+      syncErrors,
       log: input.logs?.wle,
     });
     workloadEntries = wle;
-    leadership.addDuty('wle-cleanup', (signal) => wle.runCleanup(signal));
+    leadership.add(
+      new WorkloadEntryCleanup({
+        client,
+        identity,
+        isConnected: (key) => wle.isConnected(key),
+        gracePeriodMs: env.DISC_WORKLOAD_ENTRY_GRACE_PERIOD,
+        controllerPodNamespace: env.POD_NAME ? namespace : undefined,
+        counters,
+        syncErrors,
+        log: input.logs?.wle,
+      }),
+    );
     starters.push(async () => {
       await wle.start().catch((err: unknown) => input.logs?.wle?.warn({ err: String(err) }, 'wle: marking entries of the previous run failed'));
     });
     cleanups.push(() => wle.stop());
+  }
+
+  if (env.ENABLE_MCS_AUTOEXPORT && input.meshConfig) {
+    const meshConfig = input.meshConfig;
+    leadership.add(
+      new ServiceExportController({
+        client,
+        domain: input.domain ?? 'cluster.local',
+        clusterLocalHosts: () => meshConfig.clusterLocalHosts(),
+        onMeshChange: (l) => meshConfig.onChange(l),
+        log: input.logs?.leader,
+        syncErrors,
+      }),
+    );
   }
 
   let running = false;
@@ -189,6 +257,7 @@ export function createDaemonControllers(input: DaemonControllersInput): DaemonCo
     status,
     distribution,
     workloadEntries,
+    gatewayApiStatus,
     async start() {
       if (running) return;
       running = true;

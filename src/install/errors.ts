@@ -23,3 +23,11 @@ export class InstallError extends Error {
     return new InstallError(message, issues);
   }
 }
+
+/** The profile a spec names cannot be read or laid under it (the operator counts these apart). */
+export class ProfileError extends InstallError {
+  constructor(message: string, issues: readonly InstallIssue[] = []) {
+    super(message, issues);
+    this.name = 'ProfileError';
+  }
+}

@@ -1,15 +1,23 @@
 /**
- * From user input to a validated MeshOperator spec, the same way for every command:
+ * From user input to a validated MeshOperator spec: ONE layering, the same for every command and
+ * for the operator controller (docs/adr/0031):
  *
- *   1. the `-f` files are merged left to right (maps merge, lists replace, `null` deletes);
+ *   1. the overlays are merged left to right (maps merge, lists replace, `null` deletes): the `-f`
+ *      files of a command, or the spec of a MeshOperator resource; each was checked as an overlay
+ *      first (types and unknown fields; missing required fields may come from the profile);
  *   2. the profile is chosen: the explicit one (`profile dump <name>`), else the last
- *      `--set profile=…`, else `spec.profile` of the files, else `default`;
- *   3. the tree is `default` profile ⊕ chosen profile ⊕ files;
+ *      `--set profile=…`, else `spec.profile` of the overlays, else `default`;
+ *   3. the tree is `default` profile ⊕ chosen profile ⊕ overlays;
  *   4. the `--set` flags are applied in order on that tree;
  *   5. `-r/--revision` sets `spec.revision` (an error when `--set revision=` says otherwise);
- *   6. `namespace` defaults to `mesh-system` and `tag` to the version of meshctl;
+ *   6. `namespace` defaults to `mesh-system` and `tag` to `defaultTag` (the version of meshctl, or
+ *      of the operator);
  *   7. the result is checked (schema, then cross-field rules). With `force`, unknown fields are
  *      dropped and cross-field problems become warnings; type errors always stop.
+ * Failures are InstallErrors with the issues (full paths from `spec`); a profile that cannot be
+ * read or laid under the overlays is a ProfileError.
+ *
+ * `layerSpec` takes parsed layers; `resolveSpec` reads a command's files first.
  */
 import { getBuildInfo } from '../version/build-info.js';
 import {
@@ -22,26 +30,40 @@ import {
   type InstallIssue,
   type MeshOperatorSpec,
 } from './api.js';
-import { InstallError } from './errors.js';
+import { InstallError, ProfileError } from './errors.js';
 import { concreteKey, applySetFlags, parseSetFlag, type SetFlag } from './set-values.js';
-import { DEFAULT_PROFILE, manifestSource, readOperatorFile, readProfile, type ManifestSource } from './sources.js';
+import { DEFAULT_PROFILE, manifestSource, overlayIssues, readOperatorFile, readProfile, type ManifestSource } from './sources.js';
 import { deepMerge, isMap, type Tree } from './tree.js';
 import type { z } from 'zod';
+
+export interface SpecLayers {
+  /** Where the profiles come from. */
+  readonly source: ManifestSource;
+  /** Specs laid over the profile, left to right, each already checked as an overlay. */
+  readonly overlays?: ReadonlyArray<Tree>;
+  /** Names the overlays in messages (`files given with -f`, `spec`). */
+  readonly origin?: string;
+  /** A profile chosen by argument (wins over `--set profile` and the overlays). */
+  readonly profile?: string;
+  /** `--set` arguments, applied in order. */
+  readonly sets?: readonly string[];
+  /** `-r/--revision`. */
+  readonly revision?: string;
+  /** `--force`: proceed despite validation errors where possible. */
+  readonly force?: boolean;
+  /** Tag when the spec sets none; default the version of this program. */
+  readonly defaultTag?: string;
+}
 
 export interface ResolveRequest {
   /** `--manifests/-d`. */
   readonly manifests?: string;
   /** `-f` files, overlaid left to right. */
   readonly files?: readonly string[];
-  /** `--set` arguments, applied in order. */
   readonly sets?: readonly string[];
-  /** `-r/--revision`. */
   readonly revision?: string;
-  /** A profile chosen by argument (wins over `--set profile` and the files). */
   readonly profile?: string;
-  /** `--force`: proceed despite validation errors where possible. */
   readonly force?: boolean;
-  /** Tag when the spec sets none; default the version of meshctl. */
   readonly defaultTag?: string;
 }
 
@@ -54,44 +76,66 @@ export interface ResolvedSpec {
   readonly source: ManifestSource;
 }
 
+/**
+ * Problems of a MeshOperator spec as an overlay (types, unknown fields; no profile merged yet),
+ * with paths from `spec`. A resource's spec is checked with this; files are checked when read.
+ */
+export function specOverlayIssues(spec: unknown): InstallIssue[] {
+  if (spec === undefined || spec === null) return [];
+  if (!isMap(spec)) return [{ path: 'spec', message: 'expected a map' }];
+  return overlayIssues({ apiVersion: INSTALL_API_VERSION, kind: MESH_OPERATOR_KIND, spec });
+}
+
 function profileOf(tree: Tree, origin: string): string | undefined {
   const p = tree.profile;
   if (p === undefined) return undefined;
-  if (typeof p !== 'string' || p === '') throw new InstallError(`${origin}: spec.profile: expected a profile name, got ${JSON.stringify(p)}`);
+  if (typeof p !== 'string' || p === '') {
+    const issue = { path: 'spec.profile', message: `expected a profile name, got ${JSON.stringify(p)}` };
+    throw new InstallError(`${origin}: ${issue.path}: ${issue.message}`, [issue]);
+  }
   return p;
 }
 
+/** Reads `default` ⊕ `profile`; any failure is a ProfileError on `spec.profile`. */
+async function profileTree(source: ManifestSource, profile: string): Promise<Tree> {
+  try {
+    let tree = deepMerge({}, await readProfile(source, DEFAULT_PROFILE)) as Tree;
+    if (profile !== DEFAULT_PROFILE) tree = deepMerge(tree, await readProfile(source, profile)) as Tree;
+    return tree;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    throw new ProfileError(message, [{ path: 'spec.profile', message }]);
+  }
+}
+
 /** Builds the spec tree (steps 1–6) without checking it. */
-export async function buildSpecTree(req: ResolveRequest): Promise<{ tree: Tree; typedFrom: ReadonlyMap<string, string>; source: ManifestSource }> {
-  const source = await manifestSource(req.manifests);
-  const flags: SetFlag[] = (req.sets ?? []).map(parseSetFlag);
+export async function buildSpecTree(layers: SpecLayers): Promise<{ tree: Tree; typedFrom: ReadonlyMap<string, string> }> {
+  const flags: SetFlag[] = (layers.sets ?? []).map(parseSetFlag);
   let user: Tree = {};
-  for (const file of req.files ?? []) user = deepMerge(user, await readOperatorFile(file), true) as Tree;
+  for (const overlay of layers.overlays ?? []) user = deepMerge(user, overlay, true) as Tree;
 
   const setProfile = [...flags].reverse().find((f) => f.path.length === 1 && f.path[0].type === 'key' && f.path[0].key === 'profile');
-  let profile = req.profile;
+  let profile = layers.profile;
   if (profile === undefined && setProfile) {
     if (typeof setProfile.value !== 'string' || setProfile.value === '') throw new InstallError(`--set ${JSON.stringify(setProfile.text)}: expected a profile name`);
     profile = setProfile.value;
   }
-  profile ??= profileOf(user, 'files given with -f') ?? DEFAULT_PROFILE;
+  profile ??= profileOf(user, layers.origin ?? 'spec') ?? DEFAULT_PROFILE;
 
-  let tree = deepMerge({}, await readProfile(source, DEFAULT_PROFILE)) as Tree;
-  if (profile !== DEFAULT_PROFILE) tree = deepMerge(tree, await readProfile(source, profile)) as Tree;
-  tree = deepMerge(tree, user) as Tree;
+  const tree = deepMerge(await profileTree(layers.source, profile), user) as Tree;
   tree.profile = profile;
 
   const { typedFrom } = applySetFlags(tree, flags);
-  if (req.revision !== undefined && req.revision !== '') {
+  if (layers.revision !== undefined && layers.revision !== '') {
     const setRevision = flags.some((f) => f.path.length === 1 && f.path[0].type === 'key' && f.path[0].key === 'revision');
-    if (setRevision && tree.revision !== req.revision) {
-      throw new InstallError(`--revision ${req.revision} contradicts --set revision=${String(tree.revision)}`);
+    if (setRevision && tree.revision !== layers.revision) {
+      throw new InstallError(`--revision ${layers.revision} contradicts --set revision=${String(tree.revision)}`);
     }
-    tree.revision = req.revision;
+    tree.revision = layers.revision;
   }
   if (tree.namespace === undefined) tree.namespace = DEFAULT_NAMESPACE;
-  if (tree.tag === undefined) tree.tag = req.defaultTag ?? getBuildInfo().version;
-  return { tree, typedFrom, source };
+  if (tree.tag === undefined) tree.tag = layers.defaultTag ?? getBuildInfo().version;
+  return { tree, typedFrom };
 }
 
 /** Turns numbers and booleans that `--set` typed back into their text where the schema wants a string. */
@@ -145,9 +189,17 @@ export function checkSpecTree(tree: Tree, typedFrom: ReadonlyMap<string, string>
   }
 }
 
-/** Steps 1–7: the validated spec of a request. */
+/** Steps 1–7 on parsed layers. */
+export async function layerSpec(layers: SpecLayers): Promise<ResolvedSpec> {
+  const { tree, typedFrom } = await buildSpecTree(layers);
+  const { spec, warnings } = checkSpecTree(tree, typedFrom, layers.force);
+  return { spec, warnings, source: layers.source, operator: { apiVersion: INSTALL_API_VERSION, kind: MESH_OPERATOR_KIND, spec } };
+}
+
+/** Steps 1–7 for a command: the `-f` files are read (and checked) first. */
 export async function resolveSpec(req: ResolveRequest): Promise<ResolvedSpec> {
-  const { tree, typedFrom, source } = await buildSpecTree(req);
-  const { spec, warnings } = checkSpecTree(tree, typedFrom, req.force);
-  return { spec, warnings, source, operator: { apiVersion: INSTALL_API_VERSION, kind: MESH_OPERATOR_KIND, spec } };
+  const source = await manifestSource(req.manifests);
+  const overlays: Tree[] = [];
+  for (const file of req.files ?? []) overlays.push(await readOperatorFile(file));
+  return layerSpec({ source, overlays, origin: 'files given with -f', profile: req.profile, sets: req.sets, revision: req.revision, force: req.force, defaultTag: req.defaultTag });
 }

@@ -51,7 +51,7 @@ export async function listProfiles(src: ManifestSource): Promise<string[]> {
 }
 
 /** Type and unknown-field problems of a partial document; missing required fields and `null`s (deletions) are fine in an overlay. */
-function overlayIssues(doc: unknown): InstallIssue[] {
+export function overlayIssues(doc: unknown): InstallIssue[] {
   return checkOperatorDocument(doc).filter((i) => !i.message.startsWith('required field is missing') && !i.message.endsWith('got null'));
 }
 

@@ -56,6 +56,22 @@ export class TokenBucket {
   }
 
   /**
+   * Reserves the next token and returns how long the caller must wait before using it (0 when one
+   * is available now). The wait is the caller's to do: a work queue schedules a retry that late.
+   */
+  reserve(): number {
+    this.taken++;
+    if (this.unlimited) return 0;
+    this.refill();
+    this.tokens -= 1;
+    if (this.tokens >= 0) return 0;
+    this.throttled++;
+    const waitMs = (-this.tokens * 1000) / this.qps;
+    this.waitedMs += waitMs;
+    return waitMs;
+  }
+
+  /**
    * Resolves once the caller may send its request (with the milliseconds it waited). An aborted
    * signal rejects the wait and returns the reserved token.
    */

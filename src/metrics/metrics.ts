@@ -44,7 +44,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     cacheEvictions: new Counter({ name: 'xds_cache_evictions', help: 'xDS cache evictions.', labelNames: ['type'], registers: r }),
     cacheSize: new Gauge({ name: 'xds_cache_size', help: 'Current xDS cache size.', registers: r }),
     endpointNotReady: new Gauge({ name: 'disc_endpoint_not_ready', help: 'Endpoints found unready.', registers: r }),
-    controllerSyncErrors: new Counter({ name: 'controller_sync_errors_total', help: 'Errors syncing controllers.', registers: r }),
+    controllerSyncErrors: new Counter({ name: 'controller_sync_errors_total', help: 'Errors syncing controllers.', labelNames: ['controller'], registers: r }),
     clusterRegistryEvents: new Counter({ name: 'disc_cluster_reg_events', help: 'Events from the cluster registry.', labelNames: ['type', 'event'], registers: r }),
     clusterEndpointsPendingPod: new Gauge({ name: 'disc_cluster_endpoints_pending_pod', help: 'Endpoints with no corresponding pod yet.', registers: r }),
     clusterEndpointsWithNoPods: new Counter({ name: 'disc_cluster_endpoints_with_no_pods', help: 'Endpoints without any corresponding pod.', registers: r }),

@@ -54,10 +54,16 @@ describe('scripts/build-stamp.mjs', () => {
 describe('the built programs', () => {
   const file = path.join(REPO_ROOT, 'dist/version/build-stamp.json');
 
-  it.each(['meshctl', 'mesh-discovery', 'mesh-operator'] as Program[])('%s version prints the stamp of dist/', (program) => {
+  it('has the same stamp beside the compiled modules and beside the bundle', () => {
+    const bundled = path.join(REPO_ROOT, 'dist/bin/build-stamp.json');
+    expect(fs.existsSync(bundled)).toBe(true);
+    expect(fs.readFileSync(bundled, 'utf8')).toBe(fs.readFileSync(file, 'utf8'));
+  });
+
+  it.each(['meshctl', 'meshctl-bundle', 'mesh-discovery', 'mesh-operator'] as Program[])('%s version prints the stamp of dist/', (program) => {
     if (!fs.existsSync(file)) throw new Error('dist/version/build-stamp.json is missing: run `npm run build` (it writes the stamp)');
     const expected = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, string>;
-    const args = program === 'meshctl' ? ['version', '--remote=false'] : ['version'];
+    const args = program.startsWith('meshctl') ? ['version', '--remote=false'] : ['version'];
     const json = spawnSync(process.execPath, [distProgram(program), ...args, '-o', 'json'], { encoding: 'utf8' });
     expect(JSON.parse(json.stdout).clientVersion).toEqual({ ...expected, nodeVersion: process.version });
     const line = spawnSync(process.execPath, [distProgram(program), ...args], { encoding: 'utf8' }).stdout;

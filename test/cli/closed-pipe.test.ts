@@ -7,6 +7,8 @@ import { distProgram, type Program } from './dist.js';
 
 const CASES: ReadonlyArray<readonly [Program, string[]]> = [
   ['meshctl', ['manifest', 'generate']],
+  ['meshctl-bundle', ['manifest', 'generate']],
+  ['meshctl-bundle', ['completion', 'zsh']],
   ['meshctl', ['completion', 'bash']],
   ['meshctl', ['--help']],
   ['meshctl', ['version', '--remote=false', '-o', 'yaml']],

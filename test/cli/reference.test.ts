@@ -10,7 +10,7 @@ import { DAEMON_ENV_VARS } from '../../src/config/daemon-env.js';
 import { DISCOVERY_FLAGS } from '../../src/config/discovery-flags.js';
 import { MESHCTL_ENV_VARS, SETTINGS } from '../../src/cli/meshctl/env.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
-import { createOperatorMetrics } from '../../src/operator/metrics.js';
+import { createOperatorMetrics } from '../../src/controllers/installation/metrics.js';
 import { REPO_ROOT } from './spec-tables.js';
 
 const DIR = path.join(REPO_ROOT, 'docs/reference');

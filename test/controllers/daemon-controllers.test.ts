@@ -11,9 +11,9 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { DEFAULT_MESH_SETTINGS } from '../../src/model/mesh-settings.js';
 import { parseProxy } from '../../src/model/proxy.js';
-import { reportName } from '../../src/status/distribution-reports.js';
+import { reportName } from '../../src/controllers/config-status/distribution-reports.js';
 import { deleteNamespace } from '../kube/helpers.js';
-import { API_VERSION, condition, eventually, meshTestEnv, watchedStore, type StatusObject } from '../status/kube-env.js';
+import { API_VERSION, condition, eventually, meshTestEnv, watchedStore, type StatusObject } from './kube-env.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 
 let client: KubeClient;

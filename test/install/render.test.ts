@@ -11,7 +11,7 @@ import { parseDiscoveryArgs } from '../../src/config/discovery-flags.js';
 import { parseMeshConfig } from '../../src/bootstrap/mesh-config.js';
 import { COMPONENT_LABEL, OWNING_RESOURCE_LABEL, OWNING_RESOURCE_NAMESPACE_LABEL, REVISION_LABEL } from '../../src/install/labels.js';
 import { KIND_ORDER } from '../../src/install/render/order.js';
-import { generateManifests } from '../../src/install/run-manifest.js';
+import { generateManifests } from '../../src/install/generate.js';
 import { BUILTIN_MANIFESTS_DIR } from '../../src/install/sources.js';
 import type { ComponentManifest, K8sObject } from '../../src/install/render/index.js';
 import { toYamlDocuments } from '../../src/install/yaml-io.js';
@@ -190,7 +190,7 @@ describe('meshd', () => {
     expect(options.meshConfig).toBe('/etc/mesh/config/mesh');
     expect(options.log.asJson).toBe(true);
     expect(daemonEnv.DISC_PUSH_THROTTLE).toBe(50);
-    // The allocator settings the push path was measured with (src/bootstrap/runtime-env.ts).
+    // The allocator settings the push path was measured with (src/install/render/runtime-env.ts).
     expect(env.MALLOC_MMAP_THRESHOLD_).toBe('1048576');
     expect(env.MALLOC_ARENA_MAX).toBe('2');
     expect(daemonEnv.INJECTION_WEBHOOK_CONFIG_NAME).toBe('mesh-sidecar-injector');

@@ -18,13 +18,14 @@
  * `StartApiServerOptions.restartControllers` for how soon the cluster reacts again.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { netnsSupport } from './netns.js';
 
 /** Enough to build every program from an empty Go build cache on 2 cores, then start them. */
 export const CLUSTER_START_TIMEOUT_MS = 60 * 60_000;
@@ -234,12 +235,47 @@ export async function startApiServer(opts: StartApiServerOptions = {}): Promise<
   await runScript('apiserver.sh', opts.restartControllers ? ['start', '--restart-controllers'] : ['start']);
 }
 
+/** Restarts the node simulator alone (scripts/cluster/simulator.sh); pods and their addresses stay. */
+export async function restartNodeSimulator(): Promise<void> {
+  requireLocal('restartNodeSimulator');
+  await runScript('simulator.sh', ['restart']);
+}
+
+/** How tests give simulated pods a network of their own on the local plane (scripts/cluster/pod-network.sh). */
+export interface PodNetwork {
+  /** The plane's pod range, e.g. `198.19.204.0/22`: every pod address of this plane is in it. */
+  readonly podCidr: string;
+  /** Prefix of the plane's test network namespaces, e.g. `mesh-pod3-` (unique among the planes running here). */
+  readonly netnsPrefix: string;
+  /** This machine's address on a pod's link (the simulated node's IP). */
+  readonly gateway: string;
+}
+
+export type PodNetworkAvailability = { readonly network: PodNetwork; readonly reason?: undefined } | { readonly network?: undefined; readonly reason: string };
+
+function readEnvFile(path: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line.trim());
+    if (m) out[m[1] as string] = m[2] as string;
+  }
+  return out;
+}
+
 /**
- * True when the local plane made simulated pods' IPs addresses of this host (scripts/cluster/up.sh
- * adds a local route for the pod range when it runs as root), so a test can serve a pod's port on
- * the pod's IP and real clients reach it. Always false on MESH_E2E_KUBECONFIG's cluster.
+ * Whether tests can play simulated pods here (e2e/support/pod-player.ts): the local plane's pod
+ * range and namespace prefix, and a process allowed to make network namespaces (root; see
+ * test/support/netns.ts). Otherwise the reason, for the one line a skipping test prints.
  */
-export function podIpsReachable(): boolean {
-  if (process.env.MESH_E2E_KUBECONFIG) return false;
-  return existsSync(join(clusterDir(), 'pod-route'));
+export function podNetwork(): PodNetworkAvailability {
+  if (process.env.MESH_E2E_KUBECONFIG) return { reason: "pods of MESH_E2E_KUBECONFIG's cluster do not run on this machine" };
+  const envFile = join(clusterDir(), 'cluster.env');
+  if (!existsSync(envFile)) return { reason: `no local plane in ${clusterDir()} (it starts with the test run unless MESH_TEST_CLUSTER=0)` };
+  const env = readEnvFile(envFile);
+  if (!env.POD_CIDR || !env.NETNS_PREFIX || !env.NODE_IP) {
+    return { reason: `the plane in ${clusterDir()} was made by an older version of scripts/cluster (no NETNS_PREFIX); run npm run cluster:down` };
+  }
+  const support = netnsSupport();
+  if (!support.ok) return { reason: support.reason ?? 'network namespaces are not available' };
+  return { network: { podCidr: env.POD_CIDR, netnsPrefix: env.NETNS_PREFIX, gateway: env.NODE_IP } };
 }

@@ -177,7 +177,7 @@ async function startOnce(options: StartDaemonOptions): Promise<Daemon> {
 
   const readyTimeoutMs = options.readyTimeoutMs ?? 20_000;
   const deadline = Date.now() + readyTimeoutMs;
-  let lastProbe = 'no answer yet';
+  let lastProbe: string;
   for (;;) {
     if (exitCode !== undefined) {
       const msg = `daemon exited with code ${exitCode} before it was ready (${args.slice(1).join(' ')}); logs:\n${tailOf(log)}`;

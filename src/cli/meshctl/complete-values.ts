@@ -73,7 +73,7 @@ const revisions: ValueProvider = (ctx) =>
 /** Tags: the webhook configurations labelled with a tag, and the revision each points at. */
 async function tagNames(client: KubeClient): Promise<Array<{ tag: string; revision: string }>> {
   const { REVISION_LABEL, DEFAULT_REVISION_LABEL_VALUE } = await import('../../install/labels.js');
-  const { TAG_LABEL, MWC_API_VERSION, MWC_KIND } = await import('../../operator/tags.js');
+  const { TAG_LABEL, MWC_API_VERSION, MWC_KIND } = await import('../../install/tags.js');
   const list = await client.list(MWC_API_VERSION, MWC_KIND, { labelSelector: TAG_LABEL });
   return list.items
     .map((w) => ({ tag: w.metadata?.labels?.[TAG_LABEL] ?? '', revision: w.metadata?.labels?.[REVISION_LABEL] ?? DEFAULT_REVISION_LABEL_VALUE }))

@@ -5,8 +5,12 @@
  * that talks to a cluster builds its client here; the client module is imported only when a
  * command needs it, so start-up stays fast. A configuration problem is a user error
  * (`error: <message>`, exit code 1).
+ *
+ * `withKubeClient` runs an action with a client and closes it afterwards; API errors and an
+ * unreachable API server become user errors instead of stack traces.
  */
 import type { KubeClient } from '../../kube/client.js';
+import { KubeApiError } from '../../kube/errors.js';
 import { CliError } from '../runner.js';
 import type { GlobalOptions } from './global-flags.js';
 import { kubeRequestLog } from './kube-log.js';
@@ -14,6 +18,26 @@ import { kubeRequestLog } from './kube-log.js';
 export interface KubeClientTuning {
   /** Whole-request timeout (default: the client's, 60 s). */
   readonly timeoutMs?: number;
+}
+
+/** Builds the Kubernetes client of the global flags when a command needs one. */
+export type ClientFactory = () => Promise<KubeClient>;
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'EAI_AGAIN']);
+
+export async function withKubeClient<T>(makeClient: ClientFactory, fn: (client: KubeClient) => Promise<T>): Promise<T> {
+  const client = await makeClient();
+  try {
+    return await fn(client);
+  } catch (err) {
+    if (err instanceof KubeApiError) throw new CliError(`${err.reason}: ${err.apiMessage} (${err.method} ${err.path})`);
+    if (NETWORK_CODES.has((err as NodeJS.ErrnoException).code ?? '')) {
+      throw new CliError(`cannot reach the Kubernetes API server ${client.server}: ${(err as Error).message}`);
+    }
+    throw err;
+  } finally {
+    client.close();
+  }
 }
 
 export async function kubeClientFor(

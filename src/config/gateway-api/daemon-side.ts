@@ -1,7 +1,7 @@
 /**
  * The gateway-api part of the daemon, as the bootstrap (src/bootstrap/daemon.ts) uses it: the
- * source that reads the gateway-api kinds into the config store (DISC_ENABLED_SERVICE_APIS), and
- * the leader duty `gateway-api-status` that writes their status (DISC_ENABLE_GATEWAY_API_STATUS).
+ * source that reads the gateway-api kinds into the config store (DISC_ENABLED_SERVICE_APIS). The
+ * leader's status writer is a controller (src/controllers/gateway-api-status/).
  */
 import type { V1Namespace, V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -10,7 +10,6 @@ import type { ObjectCache } from '../../kube/types.js';
 import type { MemoryConfigStore } from '../store.js';
 import type { ConfigRejection } from '../types.js';
 import { GatewayApiSource } from './source.js';
-import { GatewayApiStatusWriter } from './status.js';
 
 export interface GatewayApiSideInput {
   readonly client: KubeClient;
@@ -22,15 +21,8 @@ export interface GatewayApiSideInput {
   readonly onReject?: (r: ConfigRejection) => void;
 }
 
-/** Leadership as the duty needs it (src/controllers/leadership.ts fits). */
-export interface DutyHost {
-  addDuty(name: string, run: (signal: AbortSignal) => Promise<void> | void): () => Promise<void>;
-}
-
 export interface GatewayApiSide {
   readonly source: GatewayApiSource;
-  /** Registers the status duty with the leader election. */
-  addStatusDuty(leadership: DutyHost, limits: { readonly qps: number; readonly burst: number }): GatewayApiStatusWriter;
   stop(): Promise<void>;
 }
 
@@ -48,13 +40,5 @@ export async function startGatewayApiSide(input: GatewayApiSideInput, signal?: A
     log: { info: (m) => log.info(m), warn: (m) => log.warn(m) },
   });
   await source.start(signal);
-  return {
-    source,
-    addStatusDuty(leadership, limits) {
-      const writer = new GatewayApiStatusWriter({ client: input.client, source, qps: limits.qps, burst: limits.burst, log });
-      leadership.addDuty('gateway-api-status', (s) => writer.run(s));
-      return writer;
-    },
-    stop: () => source.stop(),
-  };
+  return { source, stop: () => source.stop() };
 }

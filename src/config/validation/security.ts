@@ -86,7 +86,7 @@ export function validateRequestAuthentication(spec: RequestAuthentication, path 
   (spec.jwtRules ?? []).forEach((r, i) => {
     const p = join(path, 'jwtRules', i);
     if (r.jwksUri !== undefined) {
-      let ok = false;
+      let ok: boolean;
       try {
         const u = new URL(r.jwksUri);
         ok = u.protocol === 'https:' || u.protocol === 'http:';

@@ -8,17 +8,19 @@
  * never touched.
  *
  * `run(signal)` waits for the ServiceExport CRD (checked every `crdPollMs`), starts informers on
- * Services and ServiceExports, reconciles every Service, then follows changes until the signal
- * aborts (leadership lost or daemon stopping).
+ * Services and ServiceExports, then runs a controller keyed by Service (`namespace/name`, the
+ * reconcile contract of src/controllers/runtime/) until the signal aborts (leadership lost or
+ * daemon stopping). Sources: every Service, export changes (a hand-deleted export is put back), and
+ * mesh config changes (every Service again).
  */
 import type { V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { sleep } from '../../kube/backoff.js';
 import type { KubeClient } from '../../kube/client.js';
-import { Controller } from '../../kube/controller.js';
 import { isAlreadyExists, isNotFound } from '../../kube/errors.js';
 import { dropManagedFields, Informer, resourceRef } from '../../kube/informer.js';
 import { objectKey, splitKey, type KubeObject } from '../../kube/types.js';
+import { Controller, fromCache, fromEvents, type Duty, type SyncErrorCounter } from '../runtime/index.js';
 import { clusterLocalMatcher } from './cluster-local.js';
 
 export const SERVICE_EXPORT_API_VERSION = 'multicluster.x-k8s.io/v1alpha1';
@@ -37,15 +39,19 @@ export interface ServiceExportControllerOptions {
   /** How often a missing ServiceExport CRD is looked for again (default 30 s). */
   readonly crdPollMs?: number;
   readonly log?: Logger;
-  /** A create/delete failed (it is retried). */
-  readonly onError?: (err: Error) => void;
+  /** controller_sync_errors_total (label `mcs-autoexport`). */
+  readonly syncErrors?: SyncErrorCounter;
 }
 
 interface ServiceExportObject extends KubeObject {
   readonly spec?: Record<string, never>;
 }
 
-export class ServiceExportController {
+export const SERVICE_EXPORT_CONTROLLER = 'mcs-autoexport';
+
+export class ServiceExportController implements Duty {
+  readonly name = SERVICE_EXPORT_CONTROLLER;
+
   constructor(private readonly opts: ServiceExportControllerOptions) {}
 
   /** The leader duty: resolves once `signal` aborts and everything stopped. */
@@ -61,35 +67,27 @@ export class ServiceExportController {
       });
     const services = informer<V1Service>('v1', 'services', 'Service');
     const exports = informer<ServiceExportObject>(SERVICE_EXPORT_API_VERSION, 'serviceexports', SERVICE_EXPORT_KIND);
-    const controller = new Controller({
-      name: 'mcs-autoexport',
-      reconcile: (key) => this.reconcile(key, services, exports),
-      onError: (err, key, info) => {
-        this.opts.onError?.(err);
-        log?.warn({ key, retries: info.retries, err: err.message }, `mcs auto-export: ${key}: ${err.message}${info.willRetry ? ' (retrying)' : ''}`);
-      },
-    });
-    controller.watch(services, (e) => (e.type === 'delete' ? undefined : objectKey(e.object)));
-    // an export deleted or changed by hand is put back (or removed) on its Service's next reconcile
-    controller.watch(exports);
-    const offMesh = this.opts.onMeshChange?.(() => {
-      for (const s of services.list()) controller.enqueue(objectKey(s));
+    const controller = new Controller<string>({
+      name: SERVICE_EXPORT_CONTROLLER,
+      reconciler: { reconcile: (key) => this.reconcile(key, services, exports) },
+      sources: [
+        fromCache(services, (e) => (e.type === 'delete' ? undefined : objectKey(e.object))),
+        // an export deleted or changed by hand is put back (or removed) on its Service's next reconcile
+        fromCache(exports),
+        ...(this.opts.onMeshChange ? [fromEvents<string>((emit) => this.opts.onMeshChange!(() => emit(services.list().map((s) => objectKey(s)))))] : []),
+      ],
+      syncErrors: this.opts.syncErrors,
+      log,
     });
     services.start();
     exports.start();
     try {
       await Promise.all([services.waitForSync({ signal }), exports.waitForSync({ signal })]);
-      for (const s of services.list()) controller.enqueue(objectKey(s));
-      controller.start();
       log?.info({ services: services.list().length }, 'mcs auto-export: running (leader)');
-      await new Promise<void>((resolve) => {
-        if (signal.aborted) resolve();
-        else signal.addEventListener('abort', () => resolve(), { once: true });
-      });
+      await controller.run(signal);
     } catch (err) {
       if (!signal.aborted) throw err;
     } finally {
-      offMesh?.();
       await controller.stop();
       await Promise.all([services.stop(), exports.stop()]);
     }

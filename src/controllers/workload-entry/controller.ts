@@ -1,53 +1,59 @@
 /**
  * Workload entry auto-registration (DISC_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION) and health
- * (DISC_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS).
+ * (DISC_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS), on every daemon: a controller `wle` on the reconcile
+ * contract (src/controllers/runtime/), keyed by entry (`namespace/<group>-<ip>`).
  *
- * - A proxy connecting with node metadata `WORKLOAD_GROUP` (Proxy.workloadGroup) gets the
- *   WorkloadEntry `<group>-<ip>` in its namespace, built from the group's template, owned by the
- *   group, annotated with this daemon's identity and the connect time. An existing auto-registered
- *   entry is taken over (another daemon's, or one marked disconnected); an entry a user created
- *   under that name is left alone.
- * - When the last stream of that workload to this daemon ends, the entry is marked disconnected
- *   (annotation with the time), unless another daemon has taken it over meanwhile.
- * - The leader's `wle-cleanup` duty deletes entries disconnected for longer than
- *   DISC_WORKLOAD_ENTRY_GRACE_PERIOD (conditional on the version it judged, so a reconnect wins).
- *   Entries connected to another live daemon are left alone; with `controllerPodNamespace`, an
- *   entry whose daemon pod no longer exists is marked disconnected at that moment.
- * - On `start()`, entries claimed by this identity without a live connection here (the previous
- *   process of this pod held them) are marked disconnected at start time, so a workload that does
- *   not come back is cleaned up after the grace period and one that reconnects keeps its entry.
- * - Health reports of a connected workload whose group has a probe set the entry's `Healthy`
- *   condition (server-side apply on /status, field manager `meshd-wle-health`).
+ * The xDS server's hooks only record what this daemon knows and queue the entry's key:
+ * - `connected(proxy)` for a proxy with node metadata `WORKLOAD_GROUP` (Proxy.workloadGroup): the
+ *   workload is connected here;
+ * - `disconnected(proxy)` when the last of its streams to this daemon ends: it left, at that time;
+ * - `healthReport(proxy, report)`: the result of its readiness probe.
+ * A reconcile brings the entry in line with that:
+ * - connected here: the WorkloadEntry `<group>-<ip>` exists, built from the group's template, owned
+ *   by the group, annotated with this daemon's identity and the connect time. An existing
+ *   auto-registered entry is taken over (another daemon's, or one marked disconnected); an entry a
+ *   user created under that name is left alone (a terminal error: nothing to retry);
+ * - left: the entry is marked disconnected (annotation with the time it left), unless another
+ *   daemon has taken it over meanwhile or it belongs to another connection of ours;
+ * - a health report of a group with a probe: the entry's `Healthy` condition (server-side apply on
+ *   /status, field manager `meshd-wle-health`).
+ * Every change is a conditional write (resourceVersion); the queue runs one reconcile per entry at
+ * a time; a failed write is counted (auto_registration_errors_total) and retried with backoff.
  *
- * Every change is a conditional write (resourceVersion); operations on one entry run in order.
+ * On `start()`, entries claimed by this identity without a live connection here (the previous
+ * process of this pod held them) are marked disconnected at start time, so a workload that does
+ * not come back is cleaned up after the grace period and one that reconnects keeps its entry.
+ * The leader's cleanup of old entries is ./cleanup.ts.
  */
 import type { Logger } from 'pino';
-import { sleep } from '../../kube/backoff.js';
-import { resourcePath, type KubeClient, type ObjectList } from '../../kube/client.js';
+import type { KubeClient, ObjectList } from '../../kube/client.js';
 import { isAlreadyExists, isConflict, isNotFound } from '../../kube/errors.js';
 import type { KubeObject } from '../../kube/types.js';
 import type { Proxy } from '../../model/proxy.js';
 import type { WorkloadGroup } from '../../gen/config/schemas.js';
+import { Controller, rfc3339, TerminalError, Trigger, type SyncErrorCounter } from '../runtime/index.js';
 import {
   AUTO_REGISTRATION_GROUP,
   CONNECTED_AT,
   DISCONNECTED_AT,
   NETWORKING_API_VERSION,
   WORKLOAD_CONTROLLER,
+  annotation,
   buildEntry,
   describeProbe,
   entryName,
   isAutoRegistered,
-  withAnnotations,
+  keyOf,
   type WorkloadEntryObject,
   type WorkloadGroupObject,
 } from './entry.js';
 import type { AutoRegistrationCounters, ConnectionObserver, HealthObserver, HealthReport } from './types.js';
+import { markDisconnected } from './writes.js';
 
 export const HEALTH_FIELD_MANAGER = 'meshd-wle-health';
 export const HEALTHY = 'Healthy';
+export const WLE_CONTROLLER = 'wle';
 
-const ENTRY_RESOURCE = { group: 'networking.mesh.io', version: 'v1', plural: 'workloadentries', namespaced: true } as const;
 const MAX_ATTEMPTS = 5;
 
 export interface WorkloadEntryControllerOptions {
@@ -60,48 +66,74 @@ export interface WorkloadEntryControllerOptions {
   readonly healthChecks?: boolean;
   /** DISC_WORKLOAD_ENTRY_GRACE_PERIOD in ms. */
   readonly gracePeriodMs: number;
-  /** Time between cleanup rounds of the leader (default: the grace period, at least 100 ms). */
-  readonly cleanupIntervalMs?: number;
-  /**
-   * Namespace of the daemon pods (identities are pod names there). When set, the cleanup treats an
-   * entry whose daemon pod does not exist as disconnected. Leave unset outside a pod.
-   */
-  readonly controllerPodNamespace?: string;
   /** Only entries of this namespace (default: all namespaces). */
   readonly namespace?: string;
   readonly counters?: AutoRegistrationCounters;
+  readonly syncErrors?: SyncErrorCounter;
+  /** First retry delay of a failed entry (default 100 ms, doubling to 5 min). */
+  readonly retryBaseDelayMs?: number;
   readonly log?: Logger;
   readonly now?: () => Date;
 }
 
+/** What this daemon knows of a workload connected to it. */
 interface Connection {
   /** Streams of this workload open on this daemon. */
   count: number;
+  readonly proxy: Proxy;
+  readonly group: string;
   /** connectedAt this daemon wrote for the current registration. */
   connectedAt?: string;
   probe?: WorkloadGroup['probe'];
+  /** The health to show, and the last one written. */
   health?: { readonly status: 'True' | 'False'; readonly message: string; readonly since: string };
+  healthWritten?: string;
 }
 
-export interface CleanupResult {
-  readonly deleted: number;
-  readonly markedDisconnected: number;
+/** A workload that left this daemon: its entry is to be marked disconnected. */
+interface Departure {
+  readonly at: string;
+  /** Mark only an entry this identity holds... */
+  readonly controller: string;
+  /** ...and, when set, still from this connection. */
+  readonly connectedAt?: string;
 }
+
+/** What one reconcile of an entry did. */
+export type EntryOutcome = 'registered' | 'current' | 'marked' | 'unchanged' | 'failed';
 
 export class WorkloadEntryController implements ConnectionObserver, HealthObserver {
   private readonly connections = new Map<string, Connection>();
-  private readonly chains = new Map<string, Promise<void>>();
+  private readonly departures = new Map<string, Departure>();
+  /** Callers waiting for the next reconcile of a key. */
+  private readonly waiters = new Map<string, Array<(o: EntryOutcome) => void>>();
+  private readonly trigger = new Trigger<string>();
+  private readonly controller: Controller<string>;
   private readonly now: () => Date;
-  private startedAt: Date | undefined;
+  /** After `stop()`: the daemon is going away; its hooks change nothing any more. */
+  private stopped = false;
 
   constructor(private readonly opts: WorkloadEntryControllerOptions) {
     if (!opts.identity) throw new Error('workload entry controller: identity (POD_NAME) is required');
     if (!(opts.gracePeriodMs >= 0)) throw new Error(`DISC_WORKLOAD_ENTRY_GRACE_PERIOD: ${opts.gracePeriodMs} ms must not be negative`);
     this.now = opts.now ?? (() => new Date());
+    this.controller = new Controller<string>({
+      name: WLE_CONTROLLER,
+      reconciler: { reconcile: (key) => this.reconcile(key) },
+      sources: [this.trigger],
+      workers: 4,
+      retry: { baseDelayMs: opts.retryBaseDelayMs ?? 100, maxDelayMs: 300_000 },
+      syncErrors: opts.syncErrors,
+      log: opts.log,
+    });
   }
 
   get enabled(): boolean {
     return this.opts.autoRegistration !== false;
+  }
+
+  get identity(): string {
+    return this.opts.identity;
   }
 
   /** Entries (`namespace/name`) with a live connection to this daemon. */
@@ -109,43 +141,51 @@ export class WorkloadEntryController implements ConnectionObserver, HealthObserv
     return [...this.connections.keys()].sort();
   }
 
+  /** True while the workload of entry `key` is connected to this daemon. */
+  isConnected(key: string): boolean {
+    return this.connections.has(key);
+  }
+
   /**
-   * Marks entries this identity claimed without a live connection here as disconnected now (a
-   * restart of this daemon). Call once before or while proxies connect.
+   * Starts the controller and marks the entries this identity claimed without a live connection
+   * here as disconnected now (a restart of this daemon). Resolves with the number marked.
    */
   async start(signal?: AbortSignal): Promise<number> {
     if (!this.enabled) return 0;
-    this.startedAt = this.now();
-    const at = this.startedAt.toISOString();
-    let marked = 0;
-    const entries = await this.listEntries(signal);
-    await Promise.all(
-      entries
-        .filter((e) => isAutoRegistered(e) && annotation(e, WORKLOAD_CONTROLLER) === this.opts.identity && !annotation(e, DISCONNECTED_AT))
-        .map((e) => {
-          const key = keyOf(e);
-          return this.serialize(key, async () => {
-            if (this.connections.has(key)) return; // the workload is back already
-            if (await this.markDisconnected(e.metadata?.namespace ?? '', e.metadata?.name ?? '', at, { controller: this.opts.identity })) marked++;
-          });
-        }),
+    this.stopped = false;
+    this.controller.start();
+    const at = this.now().toISOString();
+    const mine = (await this.listEntries(signal)).filter(
+      (e) => isAutoRegistered(e) && annotation(e, WORKLOAD_CONTROLLER) === this.opts.identity && !annotation(e, DISCONNECTED_AT) && !this.connections.has(keyOf(e)),
     );
+    for (const e of mine) this.departures.set(keyOf(e), { at, controller: this.opts.identity });
+    const outcomes = await Promise.all(mine.map((e) => this.reconciled(keyOf(e))));
+    const marked = outcomes.filter((o) => o === 'marked').length;
     if (marked > 0) this.opts.log?.info({ entries: marked }, 'wle: entries of this daemon\'s previous run marked disconnected');
     return marked;
   }
 
-  /** Waits for pending operations. */
+  /** Finishes the queued work and stops; later hook calls change nothing. */
   async stop(): Promise<void> {
-    while (this.chains.size > 0) await Promise.all([...this.chains.values()]);
+    this.stopped = true;
+    await this.controller.stop({ drain: true });
+    for (const [key, waiting] of this.waiters) {
+      this.waiters.delete(key);
+      for (const w of waiting) w('unchanged');
+    }
   }
 
   connected(proxy: Proxy): Promise<void> {
     const target = this.targetOf(proxy);
     if (!target) return Promise.resolve();
-    const conn = this.connections.get(target.key) ?? { count: 0 };
+    let conn = this.connections.get(target.key);
+    if (!conn) {
+      conn = { count: 0, proxy, group: target.group };
+      this.connections.set(target.key, conn);
+    }
     conn.count++;
-    this.connections.set(target.key, conn);
-    return this.serialize(target.key, () => this.register(proxy, target.group, target.name, conn));
+    this.departures.delete(target.key);
+    return this.reconciled(target.key).then(() => undefined);
   }
 
   disconnected(proxy: Proxy): Promise<void> {
@@ -156,13 +196,8 @@ export class WorkloadEntryController implements ConnectionObserver, HealthObserv
     conn.count--;
     if (conn.count > 0) return Promise.resolve();
     this.connections.delete(target.key);
-    const at = this.now().toISOString();
-    return this.serialize(target.key, async () => {
-      if (this.connections.has(target.key)) return; // reconnected before this ran
-      if (await this.markDisconnected(proxy.namespace, target.name, at, { controller: this.opts.identity, connectedAt: conn.connectedAt })) {
-        this.opts.log?.info({ entry: target.key }, 'wle: workload disconnected');
-      }
-    });
+    this.departures.set(target.key, { at: this.now().toISOString(), controller: this.opts.identity, connectedAt: conn.connectedAt });
+    return this.reconciled(target.key).then(() => undefined);
   }
 
   healthReport(proxy: Proxy, report: HealthReport): Promise<void> {
@@ -175,98 +210,56 @@ export class WorkloadEntryController implements ConnectionObserver, HealthObserv
     const detail = report.message || (report.healthy ? 'passed' : 'failed');
     const message = `${describeProbe(conn.probe)}: ${detail}`;
     if (conn.health && conn.health.status === status && conn.health.message === message) return Promise.resolve();
-    const since = conn.health?.status === status ? conn.health.since : this.now().toISOString().replace(/\.\d+Z$/, 'Z');
+    const since = conn.health?.status === status ? conn.health.since : rfc3339(this.now());
     conn.health = { status, message, since };
-    return this.serialize(target.key, async () => {
-      try {
-        await this.opts.client.applyStatus(
-          {
-            apiVersion: NETWORKING_API_VERSION,
-            kind: 'WorkloadEntry',
-            metadata: { name: target.name, namespace: proxy.namespace },
-            status: { conditions: [{ type: HEALTHY, status, reason: report.healthy ? 'HealthCheckSucceeded' : 'HealthCheckFailed', message, lastTransitionTime: since }] },
-          } as KubeObject,
-          { fieldManager: HEALTH_FIELD_MANAGER, force: true },
-        );
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+    return this.reconciled(target.key).then(() => undefined);
+  }
+
+  /** Queues `key` and resolves with the outcome of its next reconcile. */
+  private reconciled(key: string): Promise<EntryOutcome> {
+    if (this.stopped) return Promise.resolve('unchanged');
+    this.controller.start();
+    return new Promise((resolve) => {
+      const waiting = this.waiters.get(key) ?? [];
+      waiting.push(resolve);
+      this.waiters.set(key, waiting);
+      this.trigger.enqueue(key);
     });
   }
 
-  /** The leader duty `wle-cleanup`: a cleanup round every interval until `signal` aborts. */
-  async runCleanup(signal: AbortSignal): Promise<void> {
-    const interval = this.opts.cleanupIntervalMs ?? Math.max(100, this.opts.gracePeriodMs);
-    while (!signal.aborted) {
-      try {
-        await this.cleanupOnce(signal);
-      } catch (err) {
-        if (signal.aborted) return;
-        this.opts.counters?.errors.inc();
-        this.opts.log?.warn({ err: String(err) }, 'wle: cleanup round failed');
-      }
-      await sleep(interval, signal);
+  // ---- reconcile -----------------------------------------------------------------------------
+
+  private async reconcile(key: string): Promise<void> {
+    // Those waiting now are answered by this reconcile; later callers wait for the next one.
+    const waiting = this.waiters.get(key) ?? [];
+    this.waiters.delete(key);
+    let outcome: EntryOutcome = 'failed';
+    try {
+      outcome = await this.converge(key);
+    } catch (err) {
+      this.opts.counters?.errors.inc();
+      throw err;
+    } finally {
+      for (const w of waiting) w(outcome);
     }
   }
 
-  /** One cleanup round over every auto-registered entry. */
-  async cleanupOnce(signal?: AbortSignal): Promise<CleanupResult> {
-    const now = this.now();
-    let deleted = 0;
-    let markedDisconnected = 0;
-    const alive = new Map<string, Promise<boolean>>();
-    const work: Array<Promise<void>> = [];
-    for (const e of await this.listEntries(signal)) {
-      if (!isAutoRegistered(e)) continue;
-      const key = keyOf(e);
-      const ns = e.metadata?.namespace ?? '';
-      const name = e.metadata?.name ?? '';
-      const disconnectedAt = annotation(e, DISCONNECTED_AT);
-      const controller = annotation(e, WORKLOAD_CONTROLLER) ?? '';
-      if (disconnectedAt) {
-        const since = Date.parse(disconnectedAt);
-        if (!Number.isFinite(since) || now.getTime() - since < this.opts.gracePeriodMs) continue;
-        work.push(
-          this.serialize(key, async () => {
-            if (await this.deleteIfUnchanged(e)) {
-              deleted++;
-              this.opts.counters?.deletes.inc();
-              this.opts.log?.info({ entry: key, disconnectedAt }, 'wle: removed the entry of a workload disconnected longer than the grace period');
-            }
-          }),
-        );
-      } else if (controller === this.opts.identity) {
-        // Ours but not connected here (e.g. a stream ended without its callback).
-        if (this.connections.has(key)) continue;
-        work.push(
-          this.serialize(key, async () => {
-            if (this.connections.has(key)) return;
-            if (await this.markDisconnected(ns, name, now.toISOString(), { controller })) markedDisconnected++;
-          }),
-        );
-      } else if (this.opts.controllerPodNamespace && controller) {
-        let live = alive.get(controller);
-        if (!live) {
-          live = this.controllerAlive(controller, signal);
-          alive.set(controller, live);
-        }
-        const isLive = await live;
-        if (isLive) continue;
-        work.push(
-          this.serialize(key, async () => {
-            if (await this.markDisconnected(ns, name, now.toISOString(), { controller })) {
-              markedDisconnected++;
-              this.opts.log?.info({ entry: key, controller }, 'wle: the daemon holding this entry is gone; marked disconnected');
-            }
-          }),
-        );
-      }
+  private async converge(key: string): Promise<EntryOutcome> {
+    const conn = this.connections.get(key);
+    if (conn) {
+      const outcome = await this.register(key, conn);
+      await this.writeHealth(key, conn);
+      return outcome;
     }
-    await Promise.all(work);
-    return { deleted, markedDisconnected };
+    const departure = this.departures.get(key);
+    if (!departure) return 'unchanged';
+    const [namespace, name] = splitEntryKey(key);
+    const marked = await markDisconnected(this.opts.client, namespace, name, departure.at, departure, () => this.opts.counters?.unregister.inc());
+    // Only forget what this reconcile acted on: a newer departure waits for its own reconcile.
+    if (this.departures.get(key) === departure) this.departures.delete(key);
+    if (marked && departure.connectedAt !== undefined) this.opts.log?.info({ entry: key }, 'wle: workload disconnected');
+    return marked ? 'marked' : 'unchanged';
   }
-
-  // ---- internals -----------------------------------------------------------------------------
 
   private targetOf(proxy: Proxy, report = true): { key: string; group: string; name: string } | undefined {
     if (!this.enabled || !proxy.workloadGroup) return undefined;
@@ -288,103 +281,68 @@ export class WorkloadEntryController implements ConnectionObserver, HealthObserv
     }
   }
 
-  private serialize(key: string, op: () => Promise<void>): Promise<void> {
-    const prev = this.chains.get(key) ?? Promise.resolve();
-    const next: Promise<void> = prev
-      .then(op)
-      .catch((err: unknown) => {
-        this.opts.counters?.errors.inc();
-        this.opts.log?.warn({ entry: key, err: err instanceof Error ? err.message : String(err) }, 'wle: auto-registration failed');
-      })
-      .finally(() => {
-        if (this.chains.get(key) === next) this.chains.delete(key);
-      });
-    this.chains.set(key, next);
-    return next;
-  }
-
-  private async register(proxy: Proxy, groupName: string, name: string, conn: Connection): Promise<void> {
-    if (conn.count <= 0 || this.connections.get(`${proxy.namespace}/${name}`) !== conn) return; // gone again before we got here
+  /** Makes the entry this connection's: created, taken over, or already ours. */
+  private async register(key: string, conn: Connection): Promise<EntryOutcome> {
     const client = this.opts.client;
-    const group = await client.find<WorkloadGroupObject>({ apiVersion: NETWORKING_API_VERSION, kind: 'WorkloadGroup', namespace: proxy.namespace, name: groupName });
-    if (!group?.spec) throw new Error(`WorkloadGroup ${proxy.namespace}/${groupName} named by proxy ${proxy.id} does not exist`);
+    const { proxy } = conn;
+    const [namespace, name] = splitEntryKey(key);
+    const group = await client.find<WorkloadGroupObject>({ apiVersion: NETWORKING_API_VERSION, kind: 'WorkloadGroup', namespace, name: conn.group });
+    if (!group?.spec) throw new Error(`WorkloadGroup ${namespace}/${conn.group} named by proxy ${proxy.id} does not exist`);
     conn.probe = group.spec.probe;
-    const connectedAt = this.now().toISOString();
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const existing = await client.find<WorkloadEntryObject>({ apiVersion: NETWORKING_API_VERSION, kind: 'WorkloadEntry', namespace: proxy.namespace, name });
+      const existing = await client.find<WorkloadEntryObject>({ apiVersion: NETWORKING_API_VERSION, kind: 'WorkloadEntry', namespace, name });
       if (existing && !isAutoRegistered(existing)) {
-        throw new Error(`WorkloadEntry ${proxy.namespace}/${name} exists and was not auto-registered; leaving it alone`);
+        throw new TerminalError(`WorkloadEntry ${namespace}/${name} exists and was not auto-registered; leaving it alone`);
       }
-      if (existing && annotation(existing, WORKLOAD_CONTROLLER) === this.opts.identity && annotation(existing, CONNECTED_AT) === conn.connectedAt && !annotation(existing, DISCONNECTED_AT)) {
-        return; // another stream of the same workload; the entry is ours already
+      if (existing && annotation(existing, WORKLOAD_CONTROLLER) === this.opts.identity && conn.connectedAt !== undefined && annotation(existing, CONNECTED_AT) === conn.connectedAt && !annotation(existing, DISCONNECTED_AT)) {
+        return 'current'; // another stream of the same workload; the entry is ours already
       }
+      const connectedAt = this.now().toISOString();
       const entry = buildEntry({ group, proxy, name, identity: this.opts.identity, connectedAt, existing });
       try {
         if (existing) {
           await client.replace(entry);
           this.opts.counters?.updates.inc();
-          this.opts.log?.info({ entry: `${proxy.namespace}/${name}`, previous: annotation(existing, WORKLOAD_CONTROLLER) }, 'wle: workload connected; entry taken over');
+          this.opts.log?.info({ entry: key, previous: annotation(existing, WORKLOAD_CONTROLLER) }, 'wle: workload connected; entry taken over');
         } else {
           await client.create(entry);
           this.opts.counters?.success.inc();
-          this.opts.log?.info({ entry: `${proxy.namespace}/${name}`, group: groupName }, 'wle: workload connected; entry created');
+          this.opts.log?.info({ entry: key, group: conn.group }, 'wle: workload connected; entry created');
         }
         conn.connectedAt = connectedAt;
-        return;
+        conn.healthWritten = undefined; // a new entry has no condition yet
+        return 'registered';
       } catch (err) {
         if (isConflict(err) || isAlreadyExists(err)) continue; // raced with another writer: read again
         throw err;
       }
     }
-    throw new Error(`WorkloadEntry ${proxy.namespace}/${name}: gave up after ${MAX_ATTEMPTS} conflicting writes`);
+    throw new Error(`WorkloadEntry ${key}: gave up after ${MAX_ATTEMPTS} conflicting writes`);
   }
 
-  /**
-   * Sets the disconnect time on an entry still held by `expect.controller` (and, when given, still
-   * from the connection at `expect.connectedAt`). False when there was nothing to mark.
-   */
-  private async markDisconnected(namespace: string, name: string, at: string, expect: { controller: string; connectedAt?: string }): Promise<boolean> {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const e = await this.opts.client.find<WorkloadEntryObject>({ apiVersion: NETWORKING_API_VERSION, kind: 'WorkloadEntry', namespace, name });
-      if (!e || !isAutoRegistered(e) || annotation(e, DISCONNECTED_AT)) return false;
-      if (annotation(e, WORKLOAD_CONTROLLER) !== expect.controller) return false; // taken over
-      if (expect.connectedAt !== undefined && annotation(e, CONNECTED_AT) !== expect.connectedAt) return false;
-      try {
-        await this.opts.client.replace(withAnnotations(e, { [DISCONNECTED_AT]: at }));
-        this.opts.counters?.unregister.inc();
-        return true;
-      } catch (err) {
-        if (isNotFound(err)) return false;
-        if (!isConflict(err)) throw err;
-      }
-    }
-    throw new Error(`WorkloadEntry ${namespace}/${name}: gave up marking it disconnected after ${MAX_ATTEMPTS} conflicting writes`);
-  }
-
-  /** Deletes the entry if it is still the version the cleanup judged (a reconnect changes it). */
-  private async deleteIfUnchanged(e: WorkloadEntryObject): Promise<boolean> {
-    const ns = e.metadata?.namespace ?? '';
-    const name = e.metadata?.name ?? '';
-    if (this.connections.has(`${ns}/${name}`)) return false;
+  private async writeHealth(key: string, conn: Connection): Promise<void> {
+    const health = conn.health;
+    if (!health || !conn.probe || this.opts.healthChecks === false) return;
+    const digest = `${health.status}\n${health.message}\n${health.since}`;
+    if (conn.healthWritten === digest) return;
+    const [namespace, name] = splitEntryKey(key);
     try {
-      await this.opts.client.request({
-        method: 'DELETE',
-        path: resourcePath(ENTRY_RESOURCE, ns, name),
-        body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: e.metadata?.uid, resourceVersion: e.metadata?.resourceVersion } },
-      });
-      return true;
+      await this.opts.client.applyStatus(
+        {
+          apiVersion: NETWORKING_API_VERSION,
+          kind: 'WorkloadEntry',
+          metadata: { name, namespace },
+          status: {
+            conditions: [
+              { type: HEALTHY, status: health.status, reason: health.status === 'True' ? 'HealthCheckSucceeded' : 'HealthCheckFailed', message: health.message, lastTransitionTime: health.since },
+            ],
+          },
+        } as KubeObject,
+        { fieldManager: HEALTH_FIELD_MANAGER, force: true },
+      );
+      conn.healthWritten = digest;
     } catch (err) {
-      if (isNotFound(err) || isConflict(err)) return false;
-      throw err;
-    }
-  }
-
-  private async controllerAlive(identity: string, signal?: AbortSignal): Promise<boolean> {
-    try {
-      const pod = await this.opts.client.find({ apiVersion: 'v1', kind: 'Pod', namespace: this.opts.controllerPodNamespace, name: identity }, signal);
-      return pod !== undefined && !pod.metadata?.deletionTimestamp;
-    } catch {
-      return true; // unknown: assume alive rather than take a live workload's entry
+      if (!isNotFound(err)) throw err;
     }
   }
 
@@ -400,12 +358,10 @@ export class WorkloadEntryController implements ConnectionObserver, HealthObserv
   }
 }
 
-function annotation(o: KubeObject, key: string): string | undefined {
-  return o.metadata?.annotations?.[key];
-}
-
-function keyOf(o: KubeObject): string {
-  return `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+/** `namespace/name` → [namespace, name]. */
+function splitEntryKey(key: string): [string, string] {
+  const slash = key.indexOf('/');
+  return [key.slice(0, slash), key.slice(slash + 1)];
 }
 
 export { AUTO_REGISTRATION_GROUP, CONNECTED_AT, DISCONNECTED_AT, WORKLOAD_CONTROLLER };

@@ -114,3 +114,13 @@ export function describeProbe(probe: NonNullable<WorkloadGroup['probe']>): strin
   if (probe.exec) return `exec ${(probe.exec.command ?? []).join(' ')}`.trim();
   return 'probe';
 }
+
+/** An annotation of an object. */
+export function annotation(o: KubeObject, key: string): string | undefined {
+  return o.metadata?.annotations?.[key];
+}
+
+/** `namespace/name` of an entry: the key of both workload-entry controllers. */
+export function keyOf(o: KubeObject): string {
+  return `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+}

@@ -1,8 +1,9 @@
 /**
- * The apply engine: ONE loop that brings the cluster to a rendered installation, used by
- * `meshctl install`/`upgrade` and by the operator controller (docs/adr/0016-apply-engine.md).
+ * The apply engine: ONE loop that brings the cluster to a rendered installation (docs/adr/0016).
+ * Its caller is the installation reconciler (src/controllers/installation/installation.ts), which
+ * `meshctl install`/`upgrade` and the operator controller share (docs/adr/0031).
  *
- *   reconcileInstallation(client, manifests, opts) → per-component result
+ *   applyManifests(client, manifests, opts)        → per-component result
  *   uninstallInstallation(client, opts)            → what was removed and what was kept
  *   verifyInstallation(client, manifests)          → readiness of every object
  *
@@ -128,6 +129,12 @@ export interface ReconcileResult {
   readonly dryRun: boolean;
 }
 
+/** The kind of an object's display name (`Deployment ns/name` → `Deployment`). */
+export function kindOf(displayName: string): string {
+  const space = displayName.indexOf(' ');
+  return space < 0 ? displayName : displayName.slice(0, space);
+}
+
 /** `Reason: message` of an API error, the message of anything else. */
 export function describeError(err: unknown): string {
   if (err instanceof KubeApiError) return `${err.reason}: ${err.apiMessage}`;
@@ -230,7 +237,7 @@ class Applier {
 }
 
 /** Brings the cluster to `manifests` (see the module comment). Throws only when aborted. */
-export async function reconcileInstallation(client: KubeClient, manifests: readonly ComponentManifest[], opts: ReconcileOptions): Promise<ReconcileResult> {
+export async function applyManifests(client: KubeClient, manifests: readonly ComponentManifest[], opts: ReconcileOptions): Promise<ReconcileResult> {
   const dryRun = opts.dryRun ?? false;
   const emit = opts.progress ?? (() => undefined);
   const applier = new Applier(client, opts.fieldManager ?? DEFAULT_FIELD_MANAGER, dryRun, opts.signal);

@@ -8,9 +8,9 @@
  *  - `--rename`: comma-separated `A->B` pairs of `<Kind>:<namespace>:<name>`; an object of the first
  *    set that matches A is compared with B of the second. A part of B that is `*` or empty keeps
  *    the object's own value.
- * The report lists objects found on one side only, then each object that differs with its
- * changed paths (src/install/diff/tree-diff.ts). With `verbose`, objects found on one side are
- * printed in full and a count closes the report.
+ * The result lists objects found on one side only, then each object that differs with its
+ * changed paths (src/install/diff/tree-diff.ts), and the counts; the command formats it
+ * (src/cli/meshctl/manifest/run-manifest.ts).
  */
 import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -18,7 +18,7 @@ import { InstallError } from '../errors.js';
 import { compareObjects } from '../render/order.js';
 import type { K8sObject } from '../render/types.js';
 import { isMap } from '../tree.js';
-import { parseYamlDocuments, toYaml } from '../yaml-io.js';
+import { parseYamlDocuments } from '../yaml-io.js';
 import { diffTrees } from './tree-diff.js';
 
 /** Errors of `manifest diff` exit with 2, as `diff` does: 0 same, 1 different, 2 trouble. */
@@ -151,19 +151,24 @@ export interface DiffOptions {
   readonly select?: string;
   readonly ignore?: string;
   readonly rename?: string;
-  readonly verbose?: boolean;
+}
+
+export interface ObjectOnOneSide {
+  readonly id: ObjectId;
+  readonly object: K8sObject;
 }
 
 export interface ManifestDiffResult {
   readonly same: boolean;
-  readonly report: string;
-}
-
-function indent(text: string, by = '  '): string {
-  return text
-    .split('\n')
-    .map((l) => (l === '' ? l : `${by}${l}`))
-    .join('\n');
+  /** Objects compared on each side (after select, ignore and rename). */
+  readonly leftCount: number;
+  readonly rightCount: number;
+  readonly onlyLeft: readonly ObjectOnOneSide[];
+  readonly onlyRight: readonly ObjectOnOneSide[];
+  /** Objects on both sides. */
+  readonly both: number;
+  /** Objects on both sides that differ, with their changed paths (tree-diff lines). */
+  readonly changed: ReadonlyArray<{ readonly object: string; readonly lines: readonly string[] }>;
 }
 
 /** Compares the objects of `a` and `b` (files, or folders with `directory`). */
@@ -188,25 +193,11 @@ export async function diffManifests(a: string, b: string, directory: boolean, op
   const onlyRight = [...rightById.entries()].filter(([k]) => !leftById.has(k)).map(([, v]) => v).sort(order);
   const both = [...rightById.entries()].filter(([k]) => leftById.has(k)).map(([k, v]) => ({ key: k, object: v.object })).sort(order);
 
-  const sections: string[] = [];
-  const listOnly = (items: typeof onlyLeft, where: string) => {
-    if (items.length === 0) return;
-    const lines = items.map(({ id, object }) => (opts.verbose ? `  ${idText(id)}\n${indent(toYaml(object), '    ')}` : `  ${idText(id)}\n`));
-    sections.push(`Objects only in ${where}:\n${lines.join('')}`);
-  };
-  listOnly(onlyLeft, a);
-  listOnly(onlyRight, b);
-  let differing = 0;
+  const changed: Array<{ object: string; lines: string[] }> = [];
   for (const { key, object } of both) {
     const lines = diffTrees(asIdentity(leftById.get(key)?.object as K8sObject, object), object);
-    if (lines.length === 0) continue;
-    differing++;
-    sections.push(`Object ${key} has diffs:\n${lines.map((l) => `  ${l.text}\n`).join('')}`);
+    if (lines.length > 0) changed.push({ object: key, lines: lines.map((l) => l.text) });
   }
-  const same = onlyLeft.length === 0 && onlyRight.length === 0 && differing === 0;
-  const summary = opts.verbose
-    ? `\n${leftById.size} objects in ${a}, ${rightById.size} in ${b}: ${onlyLeft.length} only in ${a}, ${onlyRight.length} only in ${b}, ${differing} of ${both.length} in both differ\n`
-    : '';
-  if (same) return { same, report: `Manifests are identical\n${summary}` };
-  return { same, report: `Differences in manifests are:\n\n${sections.join('\n')}${summary}` };
+  const same = onlyLeft.length === 0 && onlyRight.length === 0 && changed.length === 0;
+  return { same, leftCount: leftById.size, rightCount: rightById.size, onlyLeft, onlyRight, both: both.length, changed };
 }

@@ -9,7 +9,7 @@ import type { EnvVar, ServicePort } from '../api.js';
 import { INJECT_POD_LABEL, REVISION_LABEL } from '../labels.js';
 import { deepMerge, sortKeys } from '../tree.js';
 import { toYaml } from '../yaml-io.js';
-import { DAEMON_RUNTIME_ENV } from '../../bootstrap/runtime-env.js';
+import { DAEMON_RUNTIME_ENV } from './runtime-env.js';
 import { MESHD_SERVICE_ACCOUNT } from './base.js';
 import {
   DNS_DOMAIN,

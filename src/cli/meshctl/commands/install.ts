@@ -1,7 +1,7 @@
 /**
  * `meshctl install` (alias `apply`) and `meshctl manifest install` (alias `apply`), spec part 2:
  * generates the install manifest and applies it to the cluster. Both take the same flags; the
- * work is in src/install/apply/run-install.ts, loaded when the command runs.
+ * work is in src/cli/meshctl/install/run-install.ts, loaded when the command runs.
  */
 import type { Command } from 'commander';
 import { parseDuration } from '../../../util/duration.js';
@@ -89,7 +89,7 @@ export function register(parent: Command, cli: Cli): Command {
     cli.action(async (opts: ApplyFlags, self: Command) => {
       const req = applyRequest(opts);
       const globals = globalOptions(self);
-      const { runInstall } = await import('../../../install/apply/run-install.js');
+      const { runInstall } = await import('../install/run-install.js');
       return runInstall(req, { io: cli.io, live: liveProgress(cli.io), client: () => kubeClientFor(globals, cli.io.env) });
     }),
   );

@@ -59,7 +59,7 @@ export function register(program: Command, cli: Cli): Command {
       cli.action(async (opts: GenerateFlags) => {
         const dryRun = boolValue(opts.dryRun, '--dry-run');
         const force = boolValue(opts.force, '--force');
-        const { runManifestGenerate } = await import('../../../install/run-manifest.js');
+        const { runManifestGenerate } = await import('../manifest/run-manifest.js');
         return runManifestGenerate({
           components: opts.component,
           files: opts.filename,
@@ -87,7 +87,7 @@ export function register(program: Command, cli: Cli): Command {
     .option('-v, --verbose', 'Print objects found on one side only, and a summary.')
     .action(
       cli.action(async (a: string, b: string, opts: DiffFlags) => {
-        const { runManifestDiff } = await import('../../../install/run-manifest.js');
+        const { runManifestDiff } = await import('../manifest/run-manifest.js');
         return runManifestDiff({ a, b, directory: opts.directory ?? false, select: opts.select, ignore: opts.ignore, rename: opts.rename, verbose: opts.verbose ?? false });
       }),
     );

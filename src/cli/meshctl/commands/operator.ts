@@ -1,6 +1,6 @@
 /**
  * `meshctl operator dump|init|remove` (spec part 2, "operator"): the operator controller's
- * manifest, installing it, removing it. The work is in src/operator/run-operator.ts, loaded when
+ * manifest, installing it, removing it. The work is in src/cli/meshctl/operator/run-operator.ts, loaded when
  * a subcommand runs.
  *
  * `--hub` and `--tag` default to `unknown`, which stands for the default registry and the version
@@ -66,7 +66,7 @@ export function register(program: Command, cli: Cli): Command {
   addDumpFlags(operator.command('dump').description('Prints the operator controller manifest.')).action(
     cli.action(async (opts: DumpFlags) => {
       boolValue(opts.dryRun, '--dry-run');
-      const { runOperatorDump } = await import('../../../operator/run-operator.js');
+      const { runOperatorDump } = await import('../operator/run-operator.js');
       return runOperatorDump(dumpRequest(opts));
     }),
   );
@@ -78,9 +78,9 @@ export function register(program: Command, cli: Cli): Command {
       cli.action(async (opts: InitFlags, self: Command) => {
         const dryRun = boolValue(opts.dryRun, '--dry-run');
         const req = { ...dumpRequest(opts), filename: opts.filename, watchedNamespaces: opts.watchedNamespaces, dryRun };
-        const { runOperatorInit } = await import('../../../operator/run-operator.js');
+        const { runOperatorInit } = await import('../operator/run-operator.js');
         if (dryRun) return runOperatorInit(undefined, req);
-        const { withKubeClient } = await import('../../../operator/cli-client.js');
+        const { withKubeClient } = await import('../kube.js');
         const globals = globalOptions(self);
         return withKubeClient(() => kubeClientFor(globals, cli.io.env), (client) => runOperatorInit(client, req));
       }),
@@ -96,8 +96,8 @@ export function register(program: Command, cli: Cli): Command {
     .action(
       cli.action(async (opts: RemoveFlags, self: Command) => {
         const req = { operatorNamespace: opts.operatorNamespace, revision: opts.revision, force: boolValue(opts.force, '--force'), dryRun: boolValue(opts.dryRun, '--dry-run') };
-        const { runOperatorRemove } = await import('../../../operator/run-operator.js');
-        const { withKubeClient } = await import('../../../operator/cli-client.js');
+        const { runOperatorRemove } = await import('../operator/run-operator.js');
+        const { withKubeClient } = await import('../kube.js');
         const globals = globalOptions(self);
         return withKubeClient(() => kubeClientFor(globals, cli.io.env), (client) => runOperatorRemove(client, req));
       }),

@@ -1,7 +1,7 @@
 /**
  * `meshctl x precheck` (spec part 1, experimental): checks that a cluster meets the installation
  * and upgrade requirements (Kubernetes version, the user's permissions, installations already
- * present). Exit code 1 on a blocker. The work is in src/install/apply/run-precheck.ts.
+ * present). Exit code 1 on a blocker. The work is in src/cli/meshctl/install/run-precheck.ts.
  */
 import type { Command } from 'commander';
 import { boolOption, boolValue, type Cli } from '../../runner.js';
@@ -22,7 +22,7 @@ export function register(parent: Command, cli: Cli): Command {
     .action(
       cli.action(async (opts: PrecheckFlags, self: Command) => {
         const globals = globalOptions(self);
-        const { runPrecheck } = await import('../../../install/apply/run-precheck.js');
+        const { runPrecheck } = await import('../install/run-precheck.js');
         return runPrecheck(
           { revision: opts.revision, skipControlPlane: boolValue(opts.skipControlplane, '--skip-controlplane'), meshNamespace: globals.meshNamespace },
           { client: () => kubeClientFor(globals, cli.io.env) },

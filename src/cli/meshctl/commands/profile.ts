@@ -1,6 +1,6 @@
 /**
  * `meshctl profile list|dump|diff` (spec part 2, "profile"). The work is in
- * src/install/run-profile.ts, loaded when a subcommand runs. Boolean flags here take no value
+ * src/cli/meshctl/profile/run-profile.ts, loaded when a subcommand runs. Boolean flags here take no value
  * (`--dry-run`), so that they cannot swallow the profile argument after them.
  */
 import { Option, type Command } from 'commander';
@@ -49,7 +49,7 @@ export function register(program: Command, cli: Cli): Command {
   withSource(profile.command('list').description('Lists the available profiles.')).action(
     cli.action(async (opts: SourceFlags) => {
       const { manifests, warning } = sourceOf(opts);
-      const { runProfileList } = await import('../../../install/run-profile.js');
+      const { runProfileList } = await import('../profile/run-profile.js');
       return withWarning(await runProfileList(manifests), warning);
     }),
   );
@@ -62,7 +62,7 @@ export function register(program: Command, cli: Cli): Command {
     .action(
       cli.action(async (name: string | undefined, opts: DumpFlags) => {
         const { manifests, warning } = sourceOf(opts);
-        const { runProfileDump } = await import('../../../install/run-profile.js');
+        const { runProfileDump } = await import('../profile/run-profile.js');
         return withWarning(await runProfileDump({ profile: name, files: opts.filename, manifests, configPath: opts.configPath, output: opts.output }), warning);
       }),
     );
@@ -73,7 +73,7 @@ export function register(program: Command, cli: Cli): Command {
     .action(
       cli.action(async (a: string, b: string, opts: SourceFlags) => {
         const { manifests, warning } = sourceOf(opts);
-        const { runProfileDiff } = await import('../../../install/run-profile.js');
+        const { runProfileDiff } = await import('../profile/run-profile.js');
         return withWarning(await runProfileDiff(a, b, manifests), warning);
       }),
     );

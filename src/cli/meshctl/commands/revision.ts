@@ -3,7 +3,7 @@
  * mesh. Group flags: `-d/--manifests` (accepted; the view is read from the cluster), `-o/--output`
  * (`table` or `json`, default table), `-v/--verbose` (list: the version column; describe: the pods
  * of the namespaces that use the revision). `tag` has the subcommands of `meshctl tag` (tag.ts).
- * The work is in src/operator/run-revision.ts, loaded when a subcommand runs.
+ * The work is in src/cli/meshctl/revision/run-revision.ts, loaded when a subcommand runs.
  */
 import { Option, type Command } from 'commander';
 import { colorEnabled, parseOutputFormat } from '../../output.js';
@@ -46,7 +46,7 @@ export function register(parent: Command, cli: Cli): Command {
     .action(
       cli.action(async (_opts: unknown, self: Command) => {
         const group = groupOf(self);
-        const [{ withKubeClient }, { runRevisionList }] = [await import('../../../operator/cli-client.js'), await import('../../../operator/run-revision.js')];
+        const [{ withKubeClient }, { runRevisionList }] = [await import('../kube.js'), await import('../revision/run-revision.js')];
         return withKubeClient(client(self), (c) => runRevisionList(c, { ...group, color: colorEnabled(cli.io) }));
       }),
     );
@@ -58,7 +58,7 @@ export function register(parent: Command, cli: Cli): Command {
     .action(
       cli.action(async (rev: string, _opts: unknown, self: Command) => {
         const group = groupOf(self);
-        const [{ withKubeClient }, { runRevisionDescribe }] = [await import('../../../operator/cli-client.js'), await import('../../../operator/run-revision.js')];
+        const [{ withKubeClient }, { runRevisionDescribe }] = [await import('../kube.js'), await import('../revision/run-revision.js')];
         return withKubeClient(client(self), (c) => runRevisionDescribe(c, rev, { ...group, color: colorEnabled(cli.io) }));
       }),
     );

@@ -2,7 +2,7 @@
  * `meshctl tag generate|list|set|remove` (spec part 2, "tag"), with the same semantics as
  * `meshctl x revision tag` (revision.ts adds the same subcommands there). A tag T of revision R is
  * the MutatingWebhookConfiguration `mesh-revision-tag-T`, a copy of R's injector webhook that
- * selects namespaces labelled `mesh.io/rev=T`; see src/operator/tags.ts for the rules. The work is
+ * selects namespaces labelled `mesh.io/rev=T`; see src/install/tags.ts for the rules. The work is
  * loaded when a subcommand runs.
  *
  * `-y` on generate and set is accepted for compatibility: they never ask (a conflict is an error
@@ -58,7 +58,7 @@ export function addTagCommands(parent: Command, cli: Cli, options: TagCommandOpt
   addSetFlags(parent.command('generate').description('Prints the webhook configuration of a revision tag without applying it.').argument('<revision-tag>', 'Tag name.'), ownManifests).action(
     cli.action(async (tag: string, opts: SetFlags, self: Command) => {
       const req = setRequest(tag, opts);
-      const [{ withKubeClient }, { runTagGenerate }] = [await import('../../../operator/cli-client.js'), await import('../../../operator/run-tag.js')];
+      const [{ withKubeClient }, { runTagGenerate }] = [await import('../kube.js'), await import('../tag/run-tag.js')];
       return withKubeClient(client(self), (c) => runTagGenerate(c, req));
     }),
   );
@@ -70,7 +70,7 @@ export function addTagCommands(parent: Command, cli: Cli, options: TagCommandOpt
     .action(
       cli.action(async (_opts: unknown, self: Command) => {
         const format = output ? output(self) : 'table';
-        const [{ withKubeClient }, { runTagList }] = [await import('../../../operator/cli-client.js'), await import('../../../operator/run-tag.js')];
+        const [{ withKubeClient }, { runTagList }] = [await import('../kube.js'), await import('../tag/run-tag.js')];
         return withKubeClient(client(self), (c) => runTagList(c, { output: format, color: colorEnabled(cli.io) }));
       }),
     );
@@ -84,7 +84,7 @@ export function addTagCommands(parent: Command, cli: Cli, options: TagCommandOpt
     .action(
       cli.action(async (tag: string, opts: RemoveFlags, self: Command) => {
         const yes = boolValue(opts.skipConfirmation, '--skip-confirmation');
-        const [{ withKubeClient }, { runTagRemove }] = [await import('../../../operator/cli-client.js'), await import('../../../operator/run-tag.js')];
+        const [{ withKubeClient }, { runTagRemove }] = [await import('../kube.js'), await import('../tag/run-tag.js')];
         return withKubeClient(client(self), (c) => runTagRemove(c, tag, { yes }));
       }),
     );
@@ -92,7 +92,7 @@ export function addTagCommands(parent: Command, cli: Cli, options: TagCommandOpt
   addSetFlags(parent.command('set').description('Creates a revision tag, or points it to another revision with --overwrite.').argument('<revision-tag>', 'Tag name.'), ownManifests).action(
     cli.action(async (tag: string, opts: SetFlags, self: Command) => {
       const req = setRequest(tag, opts);
-      const [{ withKubeClient }, { runTagSet }] = [await import('../../../operator/cli-client.js'), await import('../../../operator/run-tag.js')];
+      const [{ withKubeClient }, { runTagSet }] = [await import('../kube.js'), await import('../tag/run-tag.js')];
       return withKubeClient(client(self), (c) => runTagSet(c, req));
     }),
   );

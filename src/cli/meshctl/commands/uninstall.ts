@@ -1,7 +1,7 @@
 /**
  * `meshctl x uninstall` (spec part 1, experimental): removes a revision of the mesh, or with
  * `--purge` every mesh object of every revision (CRDs included). The work is in
- * src/install/apply/run-uninstall.ts, loaded when the command runs.
+ * src/cli/meshctl/install/run-uninstall.ts, loaded when the command runs.
  */
 import type { Command } from 'commander';
 import { boolOption, boolValue, type Cli } from '../../runner.js';
@@ -49,7 +49,7 @@ export function register(parent: Command, cli: Cli): Command {
           verbose: boolValue(opts.verbose, '--verbose'),
           meshNamespace: globals.meshNamespace,
         };
-        const { runUninstall } = await import('../../../install/apply/run-uninstall.js');
+        const { runUninstall } = await import('../install/run-uninstall.js');
         return runUninstall(req, { io: cli.io, live: liveProgress(cli.io), client: () => kubeClientFor(globals, cli.io.env) });
       }),
     );

@@ -1,7 +1,7 @@
 /**
  * `meshctl upgrade` (spec part 2): checks that the installed control plane may be upgraded in
  * place (installed revision, version skew), shows what changes, asks, and applies. The work is in
- * src/install/apply/run-upgrade.ts, loaded when the command runs.
+ * src/cli/meshctl/install/run-upgrade.ts, loaded when the command runs.
  */
 import type { Command } from 'commander';
 import type { Cli } from '../../runner.js';
@@ -18,7 +18,7 @@ export function register(program: Command, cli: Cli): Command {
     cli.action(async (opts: ApplyFlags, self: Command) => {
       const req = applyRequest(opts);
       const globals = globalOptions(self);
-      const { runUpgrade } = await import('../../../install/apply/run-upgrade.js');
+      const { runUpgrade } = await import('../install/run-upgrade.js');
       return runUpgrade(req, { io: cli.io, live: liveProgress(cli.io), client: () => kubeClientFor(globals, cli.io.env) });
     }),
   );

@@ -2,7 +2,7 @@
  * `meshctl verify-install [-f <file>] [--revision <revision>]` (spec part 2): checks that every
  * object of the installation exists and is ready, against the files given or the installed state
  * (`installed-state[-R]` in the `-i/--meshNamespace` namespace). Exit code 1 names each object that
- * is not ready. The work is in src/install/apply/run-verify.ts.
+ * is not ready. The work is in src/cli/meshctl/install/run-verify.ts.
  */
 import type { Command } from 'commander';
 import type { Cli } from '../../runner.js';
@@ -26,7 +26,7 @@ export function register(program: Command, cli: Cli): Command {
     .action(
       cli.action(async (opts: VerifyFlags, self: Command) => {
         const globals = globalOptions(self);
-        const { runVerifyInstall } = await import('../../../install/apply/run-verify.js');
+        const { runVerifyInstall } = await import('../install/run-verify.js');
         return runVerifyInstall(
           { files: opts.filename, manifests: opts.manifests, revision: opts.revision, meshNamespace: globals.meshNamespace },
           { client: () => kubeClientFor(globals, cli.io.env) },

@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+/**
+ * Bundles `meshctl` into dist/bin/ for users (the package's `bin`; see docs/adr/0025): the entry
+ * and everything it imports at start-up in one file, `dist/bin/meshctl.js`, with the npm packages
+ * inside it, so start-up reads one file instead of resolving a few hundred modules. Command
+ * bodies that meshctl imports lazily (`await import(...)`: the Kubernetes client, the installer,
+ * the analyzers, the generated protocol code they need) become chunks beside it
+ * (`dist/bin/chunk-*.js`), loaded only by the command that runs them.
+ *
+ * The output sits at the same depth as the modules of dist/ (`dist/bin/`), so paths the code finds
+ * relative to itself (`../../manifests/`, `../../crds/`, `../../package.json`) stay right.
+ *
+ *   node scripts/bundle.mjs
+ *
+ * It also writes dist/bin/meta.json, esbuild's account of which sources went into which output
+ * (bench/cli-startup.mjs reads it to name the packages a start-up loaded; not shipped).
+ */
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const outdir = join(root, 'dist', 'bin');
+const started = performance.now();
+
+// Lowest runtime the bundle is built for: the bundled Kubernetes client's HTTP library needs 22.19.
+const MIN_NODE = [22, 19];
+
+rmSync(outdir, { recursive: true, force: true });
+const result = await build({
+  absWorkingDir: root,
+  entryPoints: { meshctl: 'src/cli/meshctl.ts' },
+  outdir,
+  bundle: true,
+  splitting: true,
+  chunkNames: 'chunk-[hash]',
+  format: 'esm',
+  platform: 'node',
+  target: `node${MIN_NODE.join('.')}`,
+  // Whitespace and syntax only: identifiers keep their names, so stack traces of a bug stay readable.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  legalComments: 'eof',
+  metafile: true,
+  logLevel: 'warning',
+  banner: {
+    js: [
+      // CommonJS packages inside the bundle (undici, ws and others under the Kubernetes client)
+      // `require` Node's built-in modules; an ES module has no `require` of its own.
+      `import { createRequire as __meshCreateRequire } from 'node:module';`,
+      `const require = __meshCreateRequire(import.meta.url);`,
+      // An older Node would fail later with an obscure error inside a bundled package: say so
+      // first. (The entry's static imports, the start-up chunks, are evaluated before this runs;
+      // they hold only commander and the project's own start-up code.)
+      `{ const [__major, __minor] = process.versions.node.split('.').map(Number);`,
+      `  if (__major < ${MIN_NODE[0]} || (__major === ${MIN_NODE[0]} && __minor < ${MIN_NODE[1]})) {`,
+      `    process.stderr.write('error: this program needs Node.js ${MIN_NODE.join('.')} or newer (running ' + process.version + ')\\n');`,
+      `    process.exit(1);`,
+      `  } }`,
+    ].join('\n'),
+  },
+});
+
+writeFileSync(join(outdir, 'meta.json'), JSON.stringify(result.metafile));
+const files = readdirSync(outdir).filter((f) => f.endsWith('.js'));
+const entryBytes = result.metafile.outputs[relative(root, join(outdir, 'meshctl.js'))]?.bytes ?? 0;
+console.log(
+  `bundle: dist/bin/meshctl.js ${(entryBytes / 1024).toFixed(0)} KiB + ${files.length - 1} chunks in ${(performance.now() - started).toFixed(0)} ms`,
+);
