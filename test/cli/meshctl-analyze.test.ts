@@ -23,9 +23,9 @@ function write(name: string, text: string): string {
   return file;
 }
 
-async function run(argv: string[], env: Record<string, string> = {}) {
+async function run(argv: string[], env: Record<string, string> = {}, isTTY = false) {
   const c = captureIO({ TERM: 'dumb', ...env });
-  const code = await meshctl(argv, c.io);
+  const code = await meshctl(argv, { ...c.io, isTTY });
   return { code, stdout: c.stdout(), stderr: c.stderr() };
 }
 
@@ -147,11 +147,21 @@ describe('meshctl analyze on files (--use-cluster=false)', () => {
     expect(r.stdout).toContain('virtualservice');
   });
 
-  it('colours the level unless --color=false or TERM=dumb', async () => {
-    const coloured = await run(['analyze', '--use-cluster=false', '-A', broken], { TERM: 'xterm' });
+  it('colours the level on a terminal only, unless --color=false, NO_COLOR or TERM=dumb', async () => {
+    const argv = ['analyze', '--use-cluster=false', '-A', broken];
+    const coloured = await run(argv, { TERM: 'xterm' }, true);
     expect(coloured.stdout).toContain('\x1b[31mError\x1b[0m [MESH0103]');
-    const plain = await run(['analyze', '--use-cluster=false', '-A', '--color=false', broken], { TERM: 'xterm' });
-    expect(plain.stdout).toMatch(/^Error \[MESH0103\]/m);
+    for (const [args, env, tty] of [
+      [['--color=false'], { TERM: 'xterm' }, true],
+      [[], { TERM: 'xterm' }, false],
+      [[], { TERM: 'xterm', NO_COLOR: '1' }, true],
+      [[], { TERM: 'xterm', NO_COLOR: '' }, true],
+      [[], { TERM: 'dumb' }, true],
+    ] as const) {
+      const plain = await run([...argv, ...args], env, tty);
+      expect(plain.stdout).toMatch(/^Error \[MESH0103\]/m);
+      expect(plain.stdout).not.toContain('\x1b[');
+    }
   });
 });
 

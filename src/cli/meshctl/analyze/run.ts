@@ -200,7 +200,7 @@ export async function runAnalyze(opts: AnalyzeOptions): Promise<CommandOutcome> 
       `${inScope.length - kept.length} findings suppressed, ${kept.length - shown.length} below --output-threshold ${opts.outputThreshold}\n`;
   }
   const scope = opts.allNamespaces ? 'all namespaces' : `namespace: ${opts.namespace}`;
-  const stdout = formatFindings(shown, { output: opts.output, color: opts.color, scope });
+  const stdout = await formatFindings(shown, { output: opts.output, color: opts.color, scope });
   return { stdout, stderr, exitCode: failing ? FINDINGS_EXIT_CODE : 0 };
 }
 
