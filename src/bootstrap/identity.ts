@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import type { Registry } from 'prom-client';
 import { CertificateAuthority, type WorkloadSigner } from '../ca/authority.js';
 import { ClusterSigner, clusterCaOf } from '../ca/cluster-signer.js';
+import { CryptoPool } from '../ca/crypto-pool.js';
 import { CaMaterialError, type SigningMaterial } from '../ca/material.js';
 import { createCaMetrics, type CaMetrics } from '../ca/metrics.js';
 import { loadPluginCa } from '../ca/plugin.js';
@@ -25,6 +26,7 @@ import { parseCertificate, type Certificate } from '../ca/x509.js';
 import { ConfigError } from '../util/config-error.js';
 import { KubeClient } from '../kube/client.js';
 import { getLogger } from '../log/logger.js';
+import { Admission } from '../security/admission.js';
 import { ChainAuthenticator, type Authenticator } from '../security/authn.js';
 import { CertificateService } from '../security/certificate-service.js';
 import { ClientCertificateAuthenticator, type IssuerSource } from '../security/client-cert.js';
@@ -78,6 +80,16 @@ async function rootsFromDir(dir: string): Promise<Certificate[]> {
   }
 }
 
+/**
+ * The certificate service's admission gate: with the built-in CA, twice what the workers hold, so
+ * they always have the next job while the rest wait cheaply; through the Kubernetes CSR API (each
+ * request waits on the API server and its signer) more at once. The line is bounded either way.
+ */
+function admissionFor(builtIn: boolean, pool: CryptoPool | undefined): { maxActive: number; maxQueued: number; maxQueuedBytes: number } {
+  const maxActive = builtIn ? 2 * (pool?.capacity ?? 4) : 64;
+  return { maxActive, maxQueued: 10_000, maxQueuedBytes: 32 << 20 };
+}
+
 /** Starts the identity side; a problem a user can fix is a `ConfigError` naming what to change. */
 export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
   const s = i.settings;
@@ -104,6 +116,10 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
       stops.push(() => bundles.stop());
     }
 
+    // CSR reading and certificate signing run in worker threads, never on the event loop (ADR 0067).
+    const pool = s.issuer.kind !== 'none' ? new CryptoPool({ log }) : undefined;
+    if (pool) stops.push(() => void pool.close());
+
     // The CA, or the registration authority.
     let ca: CertificateAuthority | undefined;
     let signer: WorkloadSigner | undefined;
@@ -112,14 +128,14 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
       try {
         const plugin = await loadPluginCa({ client, namespace: i.namespace, rootCaDir: s.ca.rootCaDir, requireSecret: s.ca.useRemoteCerts });
         if (plugin) {
-          ca = new CertificateAuthority(plugin.material, { metrics: caMetrics, log });
+          ca = new CertificateAuthority(plugin.material, { metrics: caMetrics, log, pool });
           caSource = plugin.source;
           log.info({ source: plugin.source, chain: plugin.material.intermediates.length + 1, notAfter: plugin.material.signingCert.notAfter.toISOString() }, 'CA: plug-in CA loaded; it signs instead of a self-signed root');
         } else {
           const store = storeFor(i, client);
           const selfSigned = { trustDomain: i.trustDomain(), rsaKeySize: s.ca.rsaKeySize, ttlMs: s.ca.rootTtlMs };
           const loaded = await loadOrCreateSelfSigned(store, selfSigned);
-          ca = new CertificateAuthority(loaded.material, { metrics: caMetrics, log });
+          ca = new CertificateAuthority(loaded.material, { metrics: caMetrics, log, pool });
           caSource = store.description;
           log.info({ store: store.description, created: loaded.created, notAfter: loaded.material.root.notAfter.toISOString() }, loaded.created ? 'CA: self-signed root created' : 'CA: self-signed root loaded');
           if (!store.durable) log.warn('CA: the self-signed root is kept in memory only (no cluster and no --configDir): a restart makes a new root and earlier certificates stop verifying');
@@ -171,6 +187,8 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
           log: getLogger('serverca'),
           defaultTtlMs: s.workloadTtl.defaultMs,
           maxTtlMs: s.workloadTtl.maxMs,
+          readCsr: pool ? (pem) => pool.readCsr(pem) : undefined,
+          admission: new Admission(admissionFor(s.issuer.kind === 'ca', pool)),
         })
       : undefined;
 
