@@ -8,7 +8,8 @@ import { MemoryConfigStore } from '../config/store.js';
 import { FileConfigSource } from '../config/file-source.js';
 import { CONFIG_KINDS } from '../config/kinds.js';
 import { configReportText, type ConfigRejection } from '../config/types.js';
-import { createMetrics, type Metrics } from '../metrics/metrics.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { createDaemonMetrics } from './daemon-metrics.js';
 import { MeshModel } from '../model/mesh-model.js';
 import type { ServiceRegistry } from '../model/registry.js';
 import { AggregateRegistry } from '../registry/aggregate.js';
@@ -55,7 +56,7 @@ export interface DaemonLoggers {
 }
 
 export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, startedAt = Date.now()): Promise<RunningDaemon> {
-  const metrics = createMetrics();
+  const { metrics, ca: caMetrics } = createDaemonMetrics();
   const info = getBuildInfo();
   metrics.build.set({ component: 'meshd', tag: info.version }, 1);
 
@@ -79,7 +80,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       namespace: cfg.namespace,
       configDir: cfg.configDir,
       trustDomain: () => meshSources.mesh.current().trustDomain,
-      registry: metrics.registry,
+      caMetrics,
     });
   } catch (err) {
     await meshSources.stop();

@@ -10,12 +10,11 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { join, resolve } from 'node:path';
-import type { Registry } from 'prom-client';
 import { CertificateAuthority, type WorkloadSigner } from '../ca/authority.js';
 import { ClusterSigner, clusterCaOf } from '../ca/cluster-signer.js';
 import { CryptoPool } from '../ca/crypto-pool.js';
 import { CaMaterialError, type SigningMaterial } from '../ca/material.js';
-import { createCaMetrics, type CaMetrics } from '../ca/metrics.js';
+import type { CaMetrics } from '../ca/metrics.js';
 import { loadPluginCa } from '../ca/plugin.js';
 import { decodePemAll } from '../ca/pem.js';
 import { RootRotator } from '../ca/rotation.js';
@@ -48,7 +47,8 @@ export interface IdentityInputs {
   readonly namespace: string;
   readonly configDir?: string;
   readonly trustDomain: () => string;
-  readonly registry: Registry;
+  /** The ca_server_* metrics (./daemon-metrics.ts). */
+  readonly caMetrics: CaMetrics;
 }
 
 export interface IdentitySide {
@@ -95,7 +95,7 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
   const s = i.settings;
   const log = getLogger('ca');
   const authnLog = getLogger('authn');
-  const caMetrics = createCaMetrics(i.registry);
+  const caMetrics = i.caMetrics;
   const client = i.cluster
     ? KubeClient.create({ kubeconfig: i.cluster.kubeconfig || undefined, qps: i.cluster.qps, burst: i.cluster.burst, userAgent: 'mesh-discovery/identity' }).client
     : undefined;
