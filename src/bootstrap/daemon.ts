@@ -30,6 +30,7 @@ import { createClusterSide, createRemoteClusters, type RemoteClustersSetup } fro
 import { createDaemonControllers, type DaemonControllers } from '../controllers/daemon-controllers.js';
 import { startGatewayApiSide, type GatewayApiSide, type GatewayApiSideInput } from '../config/gateway-api/daemon-side.js';
 import { bindSecurePort, startIdentity, type IdentitySide } from './identity.js';
+import { getLogger } from '../log/logger.js';
 
 export interface RunningDaemon {
   readonly grpcPort: number;
@@ -184,8 +185,9 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
         domain: cfg.domain,
         gatewayApi: gatewayApi?.source,
         meshConfig: { clusterLocalHosts: () => meshSources.mesh.current().clusterLocalHosts ?? [], onChange: (l) => meshSources.mesh.onChange(() => l()) },
+        trustBundle: identity.trustBundle,
         metrics,
-        logs: { status: logs.source, wle: logs.source, leader: logs.main },
+        logs: { status: logs.source, wle: logs.source, leader: logs.main, ca: getLogger('ca') },
       })
     : undefined;
   late.controllers = controllers;

@@ -13,7 +13,8 @@ import { join, resolve } from 'node:path';
 import { CertificateAuthority, type WorkloadSigner } from '../ca/authority.js';
 import { ClusterSigner, clusterCaOf } from '../ca/cluster-signer.js';
 import { CryptoPool } from '../ca/crypto-pool.js';
-import { CaMaterialError, type SigningMaterial } from '../ca/material.js';
+import { CaMaterialError, trustBundlePem, type SigningMaterial } from '../ca/material.js';
+import type { TrustBundleSource } from '../controllers/ca-root-cert/controller.js';
 import type { CaMetrics } from '../ca/metrics.js';
 import { loadPluginCa } from '../ca/plugin.js';
 import { decodePemAll } from '../ca/pem.js';
@@ -61,6 +62,8 @@ export interface IdentitySide {
   readonly secureAuth?: StreamAuthorizer;
   /** Where the CA's root lives ("Secret mesh-system/mesh-ca-secret", "directory …", a plug-in source). */
   readonly caSource?: string;
+  /** The roots workloads must trust, for the trust distribution controller (absent: no CA). */
+  readonly trustBundle?: TrustBundleSource;
   stop(): void;
 }
 
@@ -224,7 +227,14 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
       ? xdsAuthorizer({ required: true, identityCheck: s.xds.identityCheck, authenticate: (c) => xdsAuth.authenticate(c), failures, log: authnLog, port: 'plaintext' })
       : undefined;
 
-    return { ca, caMetrics, certificateService, serving, plaintextAuth, secureAuth, caSource, stop };
+    const authority = ca;
+    const trustBundle: TrustBundleSource | undefined = authority
+      ? { pem: () => trustBundlePem(authority.current()), onChange: (l) => authority.onChange(() => l()) }
+      : signer
+        ? { pem: () => signer!.trustBundle().map((c) => c.pem).join('') }
+        : undefined;
+
+    return { ca, caMetrics, certificateService, serving, plaintextAuth, secureAuth, caSource, trustBundle, stop };
   } catch (err) {
     stop();
     throw err;
