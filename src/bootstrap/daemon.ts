@@ -82,6 +82,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       configDir: cfg.configDir,
       trustDomain: () => meshSources.mesh.current().trustDomain,
       caMetrics,
+      syncErrors: metrics.controllerSyncErrors,
     });
   } catch (err) {
     await meshSources.stop();

@@ -15,6 +15,8 @@ import { ClusterSigner, clusterCaOf } from '../ca/cluster-signer.js';
 import { CryptoPool } from '../ca/crypto-pool.js';
 import { CaMaterialError, trustBundlePem, type SigningMaterial } from '../ca/material.js';
 import type { TrustBundleSource } from '../controllers/ca-root-cert/controller.js';
+import { rootRotationController } from '../controllers/ca-root-rotation/controller.js';
+import type { SyncErrorCounter } from '../controllers/runtime/index.js';
 import type { CaMetrics } from '../ca/metrics.js';
 import { loadPluginCa } from '../ca/plugin.js';
 import { decodePemAll } from '../ca/pem.js';
@@ -50,6 +52,8 @@ export interface IdentityInputs {
   readonly trustDomain: () => string;
   /** The ca_server_* metrics (./daemon-metrics.ts). */
   readonly caMetrics: CaMetrics;
+  /** controller_sync_errors_total, for the CA's controllers (root rotation). */
+  readonly syncErrors?: SyncErrorCounter;
 }
 
 export interface IdentitySide {
@@ -142,9 +146,15 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
           caSource = store.description;
           log.info({ store: store.description, created: loaded.created, notAfter: loaded.material.root.notAfter.toISOString() }, loaded.created ? 'CA: self-signed root created' : 'CA: self-signed root loaded');
           if (!store.durable) log.warn('CA: the self-signed root is kept in memory only (no cluster and no --configDir): a restart makes a new root and earlier certificates stop verifying');
-          const rotator = new RootRotator(ca, store, loaded.version, { ...selfSigned, checkIntervalMs: s.ca.checkIntervalMs, gracePeriodPercentile: s.ca.gracePeriodPercentile, jitter: s.ca.jitter }, getLogger('rootcertrotator'));
-          rotator.start();
-          stops.push(() => rotator.stop());
+          const rotatorLog = getLogger('rootcertrotator');
+          const rotator = new RootRotator(ca, store, loaded.version, { ...selfSigned, checkIntervalMs: s.ca.checkIntervalMs, gracePeriodPercentile: s.ca.gracePeriodPercentile, jitter: s.ca.jitter }, rotatorLog);
+          if (s.ca.checkIntervalMs > 0) {
+            const rotation = rootRotationController({ rotator, checkIntervalMs: s.ca.checkIntervalMs, jitter: s.ca.jitter, log: rotatorLog, syncErrors: i.syncErrors });
+            rotation.start();
+            stops.push(() => void rotation.stop());
+          } else {
+            rotatorLog.info('root rotation disabled (CA_SELF_SIGNED_ROOT_CERT_CHECK_INTERVAL <= 0)');
+          }
         }
       } catch (err) {
         if (err instanceof CaMaterialError) throw new ConfigError(err.message);
