@@ -15,6 +15,7 @@ import { ClusterSigner, clusterCaOf } from '../ca/cluster-signer.js';
 import { CryptoPool } from '../ca/crypto-pool.js';
 import { CaMaterialError, trustBundlePem, type SigningMaterial } from '../ca/material.js';
 import type { TrustBundleSource } from '../controllers/ca-root-cert/controller.js';
+import { PluginReload } from '../controllers/ca-plugin/controller.js';
 import { rootRotationController } from '../controllers/ca-root-rotation/controller.js';
 import type { SyncErrorCounter } from '../controllers/runtime/index.js';
 import type { CaMetrics } from '../ca/metrics.js';
@@ -138,6 +139,18 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
           ca = new CertificateAuthority(plugin.material, { metrics: caMetrics, log, pool });
           caSource = plugin.source;
           log.info({ source: plugin.source, chain: plugin.material.intermediates.length + 1, notAfter: plugin.material.signingCert.notAfter.toISOString() }, 'CA: plug-in CA loaded; it signs instead of a self-signed root');
+          const reload = new PluginReload({
+            client,
+            namespace: i.namespace,
+            rootCaDir: s.ca.rootCaDir,
+            requireSecret: s.ca.useRemoteCerts,
+            ca,
+            from: plugin.from,
+            log,
+            syncErrors: i.syncErrors,
+          });
+          reload.start();
+          stops.push(() => void reload.stop());
         } else {
           const store = storeFor(i, client);
           const selfSigned = { trustDomain: i.trustDomain(), rsaKeySize: s.ca.rsaKeySize, ttlMs: s.ca.rootTtlMs };

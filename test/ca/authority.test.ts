@@ -8,6 +8,7 @@ import { CaMaterialError, caFilesOf, readCaFiles, trustBundlePem } from '../../s
 import { createCaMetrics } from '../../src/ca/metrics.js';
 import { loadPluginCa } from '../../src/ca/plugin.js';
 import { RootRotator, inGracePeriod } from '../../src/ca/rotation.js';
+import { PluginReload } from '../../src/controllers/ca-plugin/controller.js';
 import { firstCheckDelayMs, rootRotationController } from '../../src/controllers/ca-root-rotation/controller.js';
 import { eventually } from '../support/eventually.js';
 import { loadOrCreateSelfSigned } from '../../src/ca/self-signed.js';
@@ -232,6 +233,27 @@ describe('plug-in CA', () => {
     await expect(loadPluginCa({ namespace: 'x', rootCaDir: w, requireSecret: false })).rejects.toThrow(CaMaterialError);
     await expect(loadPluginCa({ namespace: 'x', rootCaDir: w, requireSecret: false })).rejects.toThrow(/key does not belong to ca-cert.pem/);
   });
+
+  it('a changed ROOT_CA_DIR is followed without a restart; an incomplete one is refused and the CA keeps signing', async () => {
+    const d = await pluginDir('reload');
+    const plugin = await loadPluginCa({ namespace: 'x', rootCaDir: d, requireSecret: false });
+    const ca = new CertificateAuthority(plugin!.material, { metrics: createCaMetrics(new Registry()), log });
+    const reload = new PluginReload({ namespace: 'x', rootCaDir: d, requireSecret: false, ca, from: plugin!.from, pollMs: 100, log });
+    reload.start();
+    try {
+      const other = await pluginDir('reload-next');
+      for (const f of ['root-cert.pem', 'cert-chain.pem', 'ca-key.pem', 'ca-cert.pem']) await writeFile(join(d, f), await readFile(join(other, f), 'utf8'));
+      const newRoot = parseCertificatePem(await readFile(join(other, 'root-cert.pem'), 'utf8'));
+      await eventually('the CA signing with the new plug-in CA', () => ca.current().root.der.equals(newRoot.der), { timeoutMs: 20_000 });
+      const chain = await leafFor(ca);
+      expect((await ws.verify(chain.join(''), newRoot.pem)).code).toBe(0);
+      await rm(join(d, 'cert-chain.pem'));
+      await eventually('the incomplete directory refused', () => reload.controller.stats().terminal > 0, { timeoutMs: 20_000 });
+      expect(ca.current().root.der.equals(newRoot.der)).toBe(true);
+    } finally {
+      await reload.stop();
+    }
+  }, 60_000);
 
   it('USE_REMOTE_CERTS without a cluster is refused by name', async () => {
     await expect(loadPluginCa({ namespace: 'x', rootCaDir: dir, requireSecret: true })).rejects.toThrow(/USE_REMOTE_CERTS=true/);
