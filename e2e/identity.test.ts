@@ -106,6 +106,20 @@ describe('the self-signed root', () => {
   });
 });
 
+describe('trust distribution', () => {
+  it('the leading daemon puts its root into mesh-ca-root-cert of every namespace, and puts it back when deleted', async () => {
+    const mapPath = `/api/v1/namespaces/${appNs}/configmaps/mesh-ca-root-cert`;
+    const roots = await secretRoots();
+    const inMap = async (): Promise<boolean> => {
+      const res = await kubeRequest(creds, 'GET', mapPath);
+      return res.status === 200 && (res.body as { data?: Record<string, string> }).data?.['root-cert.pem'] === roots;
+    };
+    await eventually('mesh-ca-root-cert in the app namespace', inMap, { timeoutMs: 30_000, intervalMs: 200, diagnostics });
+    expect((await kubeRequest(creds, 'DELETE', mapPath)).status).toBe(200);
+    await eventually('mesh-ca-root-cert recreated', inMap, { timeoutMs: 30_000, intervalMs: 200, diagnostics });
+  });
+});
+
 describe('the certificate service', () => {
   it.each(['ec', 'rsa'])('a token for audience mesh-ca gets a %s certificate: SPIFFE URI, default lifetime, chain verified by openssl', async (keyType) => {
     const token = await tokenFile(`echo-${keyType}`, await requestToken(creds, appNs, 'echo', ['mesh-ca']));

@@ -46,10 +46,12 @@ interface Options {
   clients: number;
   edits: number;
   channels: number;
+  /** 1: the daemon runs with --cpu-prof; its profile is written to bench/ca/profiles/ when it stops. */
+  profile: number;
 }
 
 function parseArgs(argv: ReadonlyArray<string>): Options {
-  const o: Options = { ecdsa: 3000, rsa: 1000, concurrency: 1000, services: 100, clients: 100, edits: 8, channels: 4 };
+  const o: Options = { ecdsa: 3000, rsa: 1000, concurrency: 1000, services: 100, clients: 100, edits: 8, channels: 4, profile: 0 };
   for (let i = 0; i < argv.length; i++) {
     const key = argv[i].replace(/^--/, '') as keyof Options;
     if (!(key in o)) throw new Error(`unknown option ${argv[i]}`);
@@ -116,14 +118,22 @@ async function main(): Promise<void> {
   const mesh = new MeshConfig(configDir, o.services, false);
   await mesh.writeAll();
   const [grpc, secure, http, monitoring] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const profileDir = join(REPO_ROOT, 'bench', 'ca', 'profiles');
   const daemon = spawn(
     process.execPath,
-    [join(REPO_ROOT, 'dist', 'cli', 'mesh-discovery.js'), 'discovery', '--registries', 'Mock', '--configDir', configDir, '--meshConfig', '/nonexistent',
+    [...(o.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), join(REPO_ROOT, 'dist', 'cli', 'mesh-discovery.js'), 'discovery', '--registries', 'Mock', '--configDir', configDir, '--meshConfig', '/nonexistent',
       '--grpcAddr', `127.0.0.1:${grpc}`, '--secureGRPCAddr', `127.0.0.1:${secure}`, '--httpAddr', `127.0.0.1:${http}`, '--monitoringAddr', `127.0.0.1:${monitoring}`, '--log_output_level', 'default:warn,ca:warn,ads:warn,authn:warn'],
     { env: { ...process.env, ...DAEMON_RUNTIME_ENV, ENABLE_CA_SERVER: 'true' }, stdio: ['ignore', 'ignore', 'inherit'] },
   );
   const children: ChildProcess[] = [daemon];
   const cleanup = async (): Promise<void> => {
+    if (o.profile && daemon.exitCode === null) {
+      // a clean stop writes the profile
+      const exited = new Promise<void>((r) => daemon.once('exit', () => r()));
+      daemon.kill('SIGTERM');
+      await Promise.race([exited, sleep(20_000)]);
+      console.log(`daemon profile written to ${profileDir}`);
+    }
     for (const c of children) c.kill('SIGKILL');
     await rm(runDir, { recursive: true, force: true });
   };

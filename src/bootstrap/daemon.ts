@@ -8,7 +8,8 @@ import { MemoryConfigStore } from '../config/store.js';
 import { FileConfigSource } from '../config/file-source.js';
 import { CONFIG_KINDS } from '../config/kinds.js';
 import { configReportText, type ConfigRejection } from '../config/types.js';
-import { createMetrics, type Metrics } from '../metrics/metrics.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { createDaemonMetrics } from './daemon-metrics.js';
 import { MeshModel } from '../model/mesh-model.js';
 import type { ServiceRegistry } from '../model/registry.js';
 import { AggregateRegistry } from '../registry/aggregate.js';
@@ -29,6 +30,7 @@ import { createClusterSide, createRemoteClusters, type RemoteClustersSetup } fro
 import { createDaemonControllers, type DaemonControllers } from '../controllers/daemon-controllers.js';
 import { startGatewayApiSide, type GatewayApiSide, type GatewayApiSideInput } from '../config/gateway-api/daemon-side.js';
 import { bindSecurePort, startIdentity, type IdentitySide } from './identity.js';
+import { getLogger } from '../log/logger.js';
 
 export interface RunningDaemon {
   readonly grpcPort: number;
@@ -55,7 +57,7 @@ export interface DaemonLoggers {
 }
 
 export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, startedAt = Date.now()): Promise<RunningDaemon> {
-  const metrics = createMetrics();
+  const { metrics, ca: caMetrics } = createDaemonMetrics();
   const info = getBuildInfo();
   metrics.build.set({ component: 'meshd', tag: info.version }, 1);
 
@@ -79,7 +81,8 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       namespace: cfg.namespace,
       configDir: cfg.configDir,
       trustDomain: () => meshSources.mesh.current().trustDomain,
-      registry: metrics.registry,
+      caMetrics,
+      syncErrors: metrics.controllerSyncErrors,
     });
   } catch (err) {
     await meshSources.stop();
@@ -183,8 +186,9 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
         domain: cfg.domain,
         gatewayApi: gatewayApi?.source,
         meshConfig: { clusterLocalHosts: () => meshSources.mesh.current().clusterLocalHosts ?? [], onChange: (l) => meshSources.mesh.onChange(() => l()) },
+        trustBundle: identity.trustBundle,
         metrics,
-        logs: { status: logs.source, wle: logs.source, leader: logs.main },
+        logs: { status: logs.source, wle: logs.source, leader: logs.main, ca: getLogger('ca') },
       })
     : undefined;
   late.controllers = controllers;

@@ -10,11 +10,15 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { join, resolve } from 'node:path';
-import type { Registry } from 'prom-client';
 import { CertificateAuthority, type WorkloadSigner } from '../ca/authority.js';
 import { ClusterSigner, clusterCaOf } from '../ca/cluster-signer.js';
-import { CaMaterialError, type SigningMaterial } from '../ca/material.js';
-import { createCaMetrics, type CaMetrics } from '../ca/metrics.js';
+import { CryptoPool } from '../ca/crypto-pool.js';
+import { CaMaterialError, trustBundlePem, type SigningMaterial } from '../ca/material.js';
+import type { TrustBundleSource } from '../controllers/ca-root-cert/controller.js';
+import { PluginReload } from '../controllers/ca-plugin/controller.js';
+import { rootRotationController } from '../controllers/ca-root-rotation/controller.js';
+import type { SyncErrorCounter } from '../controllers/runtime/index.js';
+import type { CaMetrics } from '../ca/metrics.js';
 import { loadPluginCa } from '../ca/plugin.js';
 import { decodePemAll } from '../ca/pem.js';
 import { RootRotator } from '../ca/rotation.js';
@@ -25,6 +29,7 @@ import { parseCertificate, type Certificate } from '../ca/x509.js';
 import { ConfigError } from '../util/config-error.js';
 import { KubeClient } from '../kube/client.js';
 import { getLogger } from '../log/logger.js';
+import { Admission } from '../security/admission.js';
 import { ChainAuthenticator, type Authenticator } from '../security/authn.js';
 import { CertificateService } from '../security/certificate-service.js';
 import { ClientCertificateAuthenticator, type IssuerSource } from '../security/client-cert.js';
@@ -46,7 +51,10 @@ export interface IdentityInputs {
   readonly namespace: string;
   readonly configDir?: string;
   readonly trustDomain: () => string;
-  readonly registry: Registry;
+  /** The ca_server_* metrics (./daemon-metrics.ts). */
+  readonly caMetrics: CaMetrics;
+  /** controller_sync_errors_total, for the CA's controllers (root rotation). */
+  readonly syncErrors?: SyncErrorCounter;
 }
 
 export interface IdentitySide {
@@ -59,6 +67,8 @@ export interface IdentitySide {
   readonly secureAuth?: StreamAuthorizer;
   /** Where the CA's root lives ("Secret mesh-system/mesh-ca-secret", "directory …", a plug-in source). */
   readonly caSource?: string;
+  /** The roots workloads must trust, for the trust distribution controller (absent: no CA). */
+  readonly trustBundle?: TrustBundleSource;
   stop(): void;
 }
 
@@ -78,12 +88,22 @@ async function rootsFromDir(dir: string): Promise<Certificate[]> {
   }
 }
 
+/**
+ * The certificate service's admission gate: with the built-in CA, twice what the workers hold, so
+ * they always have the next job while the rest wait cheaply; through the Kubernetes CSR API (each
+ * request waits on the API server and its signer) more at once. The line is bounded either way.
+ */
+function admissionFor(builtIn: boolean, pool: CryptoPool | undefined): { maxActive: number; maxQueued: number; maxQueuedBytes: number } {
+  const maxActive = builtIn ? 2 * (pool?.capacity ?? 4) : 64;
+  return { maxActive, maxQueued: 10_000, maxQueuedBytes: 32 << 20 };
+}
+
 /** Starts the identity side; a problem a user can fix is a `ConfigError` naming what to change. */
 export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
   const s = i.settings;
   const log = getLogger('ca');
   const authnLog = getLogger('authn');
-  const caMetrics = createCaMetrics(i.registry);
+  const caMetrics = i.caMetrics;
   const client = i.cluster
     ? KubeClient.create({ kubeconfig: i.cluster.kubeconfig || undefined, qps: i.cluster.qps, burst: i.cluster.burst, userAgent: 'mesh-discovery/identity' }).client
     : undefined;
@@ -104,6 +124,10 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
       stops.push(() => bundles.stop());
     }
 
+    // CSR reading and certificate signing run in worker threads, never on the event loop (ADR 0067).
+    const pool = s.issuer.kind !== 'none' ? new CryptoPool({ log }) : undefined;
+    if (pool) stops.push(() => void pool.close());
+
     // The CA, or the registration authority.
     let ca: CertificateAuthority | undefined;
     let signer: WorkloadSigner | undefined;
@@ -112,20 +136,38 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
       try {
         const plugin = await loadPluginCa({ client, namespace: i.namespace, rootCaDir: s.ca.rootCaDir, requireSecret: s.ca.useRemoteCerts });
         if (plugin) {
-          ca = new CertificateAuthority(plugin.material, { metrics: caMetrics, log });
+          ca = new CertificateAuthority(plugin.material, { metrics: caMetrics, log, pool });
           caSource = plugin.source;
           log.info({ source: plugin.source, chain: plugin.material.intermediates.length + 1, notAfter: plugin.material.signingCert.notAfter.toISOString() }, 'CA: plug-in CA loaded; it signs instead of a self-signed root');
+          const reload = new PluginReload({
+            client,
+            namespace: i.namespace,
+            rootCaDir: s.ca.rootCaDir,
+            requireSecret: s.ca.useRemoteCerts,
+            ca,
+            from: plugin.from,
+            log,
+            syncErrors: i.syncErrors,
+          });
+          reload.start();
+          stops.push(() => void reload.stop());
         } else {
           const store = storeFor(i, client);
           const selfSigned = { trustDomain: i.trustDomain(), rsaKeySize: s.ca.rsaKeySize, ttlMs: s.ca.rootTtlMs };
           const loaded = await loadOrCreateSelfSigned(store, selfSigned);
-          ca = new CertificateAuthority(loaded.material, { metrics: caMetrics, log });
+          ca = new CertificateAuthority(loaded.material, { metrics: caMetrics, log, pool });
           caSource = store.description;
           log.info({ store: store.description, created: loaded.created, notAfter: loaded.material.root.notAfter.toISOString() }, loaded.created ? 'CA: self-signed root created' : 'CA: self-signed root loaded');
           if (!store.durable) log.warn('CA: the self-signed root is kept in memory only (no cluster and no --configDir): a restart makes a new root and earlier certificates stop verifying');
-          const rotator = new RootRotator(ca, store, loaded.version, { ...selfSigned, checkIntervalMs: s.ca.checkIntervalMs, gracePeriodPercentile: s.ca.gracePeriodPercentile, jitter: s.ca.jitter }, getLogger('rootcertrotator'));
-          rotator.start();
-          stops.push(() => rotator.stop());
+          const rotatorLog = getLogger('rootcertrotator');
+          const rotator = new RootRotator(ca, store, loaded.version, { ...selfSigned, checkIntervalMs: s.ca.checkIntervalMs, gracePeriodPercentile: s.ca.gracePeriodPercentile, jitter: s.ca.jitter }, rotatorLog);
+          if (s.ca.checkIntervalMs > 0) {
+            const rotation = rootRotationController({ rotator, checkIntervalMs: s.ca.checkIntervalMs, jitter: s.ca.jitter, log: rotatorLog, syncErrors: i.syncErrors });
+            rotation.start();
+            stops.push(() => void rotation.stop());
+          } else {
+            rotatorLog.info('root rotation disabled (CA_SELF_SIGNED_ROOT_CERT_CHECK_INTERVAL <= 0)');
+          }
         }
       } catch (err) {
         if (err instanceof CaMaterialError) throw new ConfigError(err.message);
@@ -171,6 +213,8 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
           log: getLogger('serverca'),
           defaultTtlMs: s.workloadTtl.defaultMs,
           maxTtlMs: s.workloadTtl.maxMs,
+          readCsr: pool ? (pem) => pool.readCsr(pem) : undefined,
+          admission: new Admission(admissionFor(s.issuer.kind === 'ca', pool)),
         })
       : undefined;
 
@@ -206,7 +250,14 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
       ? xdsAuthorizer({ required: true, identityCheck: s.xds.identityCheck, authenticate: (c) => xdsAuth.authenticate(c), failures, log: authnLog, port: 'plaintext' })
       : undefined;
 
-    return { ca, caMetrics, certificateService, serving, plaintextAuth, secureAuth, caSource, stop };
+    const authority = ca;
+    const trustBundle: TrustBundleSource | undefined = authority
+      ? { pem: () => trustBundlePem(authority.current()), onChange: (l) => authority.onChange(() => l()) }
+      : signer
+        ? { pem: () => signer!.trustBundle().map((c) => c.pem).join('') }
+        : undefined;
+
+    return { ca, caMetrics, certificateService, serving, plaintextAuth, secureAuth, caSource, trustBundle, stop };
   } catch (err) {
     stop();
     throw err;

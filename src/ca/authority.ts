@@ -1,12 +1,15 @@
 /**
  * The built-in certificate authority: signs workload certificates with the current signing
  * material, issues the daemon's own serving certificate, and tells listeners when the material
- * changes (a root rotation, ./rotation.ts). Signing runs at most `signConcurrency` at a time (one
- * by default) so that a storm of requests uses one core and leaves the other to xDS; requests
- * beyond `maxQueued` waiting are refused at once rather than held.
+ * changes (a root rotation, a replaced plug-in CA). With a `pool` (the daemon's) certificates are
+ * built and signed in its worker threads (./crypto-pool.ts), which bound their own queue; without
+ * one, here, with the signature in libuv's thread pool, at most `signConcurrency` at a time (one by
+ * default), requests beyond `maxQueued` waiting refused at once rather than held.
  */
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { CryptoPool } from './crypto-pool.js';
+import { SignerError } from './signer-error.js';
 import { chainAfterLeaf, chainExpiry, type SigningMaterial } from './material.js';
 import { expiryValue, type CaMetrics } from './metrics.js';
 import { certificatePem } from './pem.js';
@@ -25,16 +28,7 @@ export interface WorkloadSigner {
   readonly csrMustNameIdentity?: boolean;
 }
 
-/** Why signing failed; `code` maps to a gRPC status in the service. */
-export class SignerError extends Error {
-  override readonly name = 'SignerError';
-  constructor(
-    readonly code: 'overloaded' | 'unavailable' | 'internal',
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { SignerError };
 
 /** Runs tasks at most `limit` at a time; refuses beyond `maxQueued` waiting. */
 export class SignQueue {
@@ -76,6 +70,8 @@ export interface AuthorityOptions {
   readonly maxQueued?: number;
   /** Backdating of notBefore against clock skew (default 60 s). */
   readonly backdateMs?: number;
+  /** Worker threads that build and sign certificates (the daemon's); absent: this thread. */
+  readonly pool?: CryptoPool;
 }
 
 export class CertificateAuthority implements WorkloadSigner {
@@ -137,18 +133,18 @@ export class CertificateAuthority implements WorkloadSigner {
   }
 
   private async issue(spki: Buffer, altNames: Partial<AltNames>, ttlMs: number): Promise<{ der: Buffer; material: SigningMaterial }> {
-    return this.queue.run(async () => {
+    const build = async (): Promise<{ der: Buffer; material: SigningMaterial }> => {
       const material = this.material;
       const now = Date.now();
       // Never past the signing certificate: a leaf must not outlive what vouches for it.
       const notAfter = new Date(Math.min(now + ttlMs, chainExpiry(material).getTime()));
       const notBefore = new Date(Math.max(now - (this.opts.backdateMs ?? 60_000), material.signingCert.notBefore.getTime()));
-      const der = await createCertificate(
-        { spki, notBefore, notAfter, isCA: false, altNames },
-        { subjectRaw: material.signingCert.subjectRaw, key: material.signingKey, keyId: material.signingCert.subjectKeyId },
-      );
+      const template = { spki, notBefore, notAfter, isCA: false, altNames };
+      const issuer = { subjectRaw: material.signingCert.subjectRaw, key: material.signingKey, keyId: material.signingCert.subjectKeyId };
+      const der = this.opts.pool ? await this.opts.pool.createCertificate(template, issuer) : await createCertificate(template, issuer);
       return { der, material };
-    });
+    };
+    return this.opts.pool ? build() : this.queue.run(build);
   }
 
   private recordExpiry(): void {

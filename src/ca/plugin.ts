@@ -24,6 +24,7 @@ export interface PluginCa {
   readonly material: SigningMaterial;
   /** "Secret mesh-system/cacerts" or "ROOT_CA_DIR /etc/cacerts". */
   readonly source: string;
+  readonly from: 'secret' | 'directory';
 }
 
 /** The plug-in CA, or undefined when none is configured. Throws `CaMaterialError`. */
@@ -34,7 +35,7 @@ export async function loadPluginCa(o: PluginCaOptions): Promise<PluginCa | undef
     if (secret) {
       const files = caFilesFromSecret(secret);
       if (!files) throw new CaMaterialError(`${source}: lacks ${missingEntries(secret).join(', ')} (a plug-in CA needs ${CA_FILES.join(', ')})`);
-      return { material: readCaFiles(files, source), source };
+      return { material: readCaFiles(files, source), source, from: 'secret' };
     }
     if (o.requireSecret) throw new CaMaterialError(`USE_REMOTE_CERTS=true: ${source} does not exist in the cluster`);
   } else if (o.requireSecret) {
@@ -56,5 +57,5 @@ export async function loadPluginCa(o: PluginCaOptions): Promise<PluginCa | undef
   if (found.length < CA_FILES.length) {
     throw new CaMaterialError(`${source}: has ${found.join(', ')} but lacks ${CA_FILES.filter((n) => present[n] === undefined).join(', ')} (a plug-in CA needs all four)`);
   }
-  return { material: readCaFiles(present as CaFiles, source), source };
+  return { material: readCaFiles(present as CaFiles, source), source, from: 'directory' };
 }

@@ -1,11 +1,9 @@
 /**
- * Self-signed root rotation. Every CA_SELF_SIGNED_ROOT_CERT_CHECK_INTERVAL (zero or negative: never)
- * the rotator reads the store (adopting a root another replica wrote) and, once the root has less
+ * Self-signed root rotation. At each check (every CA_SELF_SIGNED_ROOT_CERT_CHECK_INTERVAL, zero or
+ * negative: never; scheduled by src/controllers/ca-root-rotation/) the rotator reads the store (adopting a root another replica wrote) and, once the root has less
  * than CA_SELF_SIGNED_ROOT_CERT_GRACE_PERIOD_PERCENTILE % of its lifetime left, makes a new root.
  * The trust bundle then holds the new root first and the old one after it until the old one
- * expires, so certificates the old root signed keep verifying while workloads renew. With
- * CA_ENABLE_JITTER_FOR_ROOT_CERT_ROTATOR the first check waits a random part of the interval, so
- * replicas started together do not race every time.
+ * expires, so certificates the old root signed keep verifying while workloads renew.
  *
  * Only the daemon's own self-signed root rotates; a plug-in CA is the operator's to replace.
  */
@@ -31,10 +29,8 @@ export function inGracePeriod(root: { readonly notBefore: Date; readonly notAfte
 export type RotationOutcome = 'unchanged' | 'adopted' | 'rotated' | 'pruned';
 
 export class RootRotator {
-  private timer: NodeJS.Timeout | undefined;
   private version: string;
   private running: Promise<RotationOutcome> | undefined;
-  private stopped = false;
 
   constructor(
     private readonly ca: CertificateAuthority,
@@ -42,36 +38,14 @@ export class RootRotator {
     version: string,
     private readonly opts: RotationOptions,
     private readonly log: Logger,
-    private readonly random: () => number = Math.random,
   ) {
     this.version = version;
   }
 
-  /** Starts the periodic check; does nothing when the interval is zero or negative. */
-  start(): void {
-    if (this.opts.checkIntervalMs <= 0) {
-      this.log.info('root rotation disabled (CA_SELF_SIGNED_ROOT_CERT_CHECK_INTERVAL <= 0)');
-      return;
-    }
-    const first = this.opts.jitter ? Math.floor(this.random() * this.opts.checkIntervalMs) : this.opts.checkIntervalMs;
-    const schedule = (ms: number): void => {
-      if (this.stopped) return;
-      this.timer = setTimeout(() => {
-        this.check()
-          .catch((err: unknown) => this.log.error({ err: (err as Error).message }, 'root rotation check failed; retrying at the next interval'))
-          .finally(() => schedule(this.opts.checkIntervalMs));
-      }, ms);
-      this.timer.unref();
-    };
-    schedule(first);
-  }
-
-  stop(): void {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-  }
-
-  /** One check (also called by tests); concurrent calls share one run. */
+  /**
+   * One check; concurrent calls share one run. The schedule (every CA_SELF_SIGNED_ROOT_CERT_CHECK_INTERVAL,
+   * the first with jitter) is the `ca-root-rotation` controller's (src/controllers/ca-root-rotation/).
+   */
   check(now = Date.now()): Promise<RotationOutcome> {
     this.running ??= this.checkOnce(now).finally(() => (this.running = undefined));
     return this.running;

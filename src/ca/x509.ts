@@ -336,8 +336,8 @@ export interface Issuer {
   readonly keyId?: Buffer;
 }
 
-/** Builds and signs a certificate; the signature is computed off the event loop. */
-export async function createCertificate(t: CertificateTemplate, issuer: Issuer): Promise<Buffer> {
+/** The to-be-signed part of a certificate and the algorithm its issuer signs it with. */
+function toBeSigned(t: CertificateTemplate, issuer: Issuer): { tbs: Buffer; alg: SignatureAlgorithm } {
   const alg = signatureAlgorithmFor(issuer.key);
   const serial = randomBytes(16);
   serial[0] = (serial[0] & 0x7f) | 0x01; // positive, never zero, 16 bytes
@@ -367,8 +367,20 @@ export async function createCertificate(t: CertificateTemplate, issuer: Issuer):
     t.spki,
     explicit(3, seq(...exts)),
   );
+  return { tbs, alg };
+}
+
+/** Builds and signs a certificate; the signature is computed off the event loop (libuv's thread pool). */
+export async function createCertificate(t: CertificateTemplate, issuer: Issuer): Promise<Buffer> {
+  const { tbs, alg } = toBeSigned(t, issuer);
   const signature = await signAsync(alg.hash, tbs, issuer.key);
   return seq(tbs, alg.identifier, bitString(signature));
+}
+
+/** The same, signed on the calling thread: for a worker thread (./crypto-worker.ts), never the event loop. */
+export function createCertificateSync(t: CertificateTemplate, issuer: Issuer): Buffer {
+  const { tbs, alg } = toBeSigned(t, issuer);
+  return seq(tbs, alg.identifier, bitString(sign(alg.hash, tbs, issuer.key)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -381,6 +393,8 @@ export interface CertificateRequest {
   readonly altNames: AltNames;
   /** Checks the request's self-signature (off the event loop). */
   verifySignature(): Promise<boolean>;
+  /** The same on the calling thread: for a worker thread, never the event loop. */
+  verifySignatureSync(): boolean;
 }
 
 /** Parses a PEM CSR; `CsrError` or `DerError` names what is wrong. The signature is not checked here. */
@@ -436,6 +450,13 @@ export function parseCsr(der: Buffer): CertificateRequest {
     keyType,
     altNames,
     verifySignature: () => verifyAsync(hash, criRaw, publicKey, signature).catch(() => false),
+    verifySignatureSync: () => {
+      try {
+        return verify(hash, criRaw, publicKey, signature);
+      } catch {
+        return false;
+      }
+    },
   };
 }
 

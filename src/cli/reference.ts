@@ -173,7 +173,7 @@ export async function meshDiscoveryReference(): Promise<ReferencePage> {
   const { buildProgram } = await import('./mesh-discovery.js');
   const { DISCOVERY_FLAGS, registerDiscoveryFlags } = await import('../config/discovery-flags.js');
   const { DAEMON_ENV_VARS } = await import('../config/daemon-env.js');
-  const { createMetrics } = await import('../metrics/metrics.js');
+  const { createDaemonMetrics } = await import('../bootstrap/daemon-metrics.js');
   const program = buildProgram(createCli(SILENT_IO));
   const discovery = program.commands.find((c) => c.name() === 'discovery');
   if (discovery) registerDiscoveryFlags(discovery);
@@ -200,7 +200,7 @@ export async function meshDiscoveryReference(): Promise<ReferencePage> {
     '',
     'Served on `--monitoringAddr` at `/metrics` (Prometheus text format), beside the Node.js process metrics.',
     '',
-    await metricsTable(createMetrics({ defaultMetrics: false }).registry),
+    await metricsTable(createDaemonMetrics({ defaultMetrics: false }).metrics.registry),
     '',
   ].join('\n');
   return { file: 'mesh-discovery.md', text };

@@ -17,6 +17,7 @@
  *   gateway-api-status  gateway-api status (DISC_ENABLE_GATEWAY_API_STATUS) ./gateway-api-status/
  *   wle-cleanup         old auto-registered entries                         ./workload-entry/cleanup.ts
  *   mcs-autoexport      ServiceExports (ENABLE_MCS_AUTOEXPORT)              ./service-export/
+ *   ca-root-cert        `mesh-ca-root-cert` in every namespace (with a CA)  ./ca-root-cert/
  * Every daemon:
  *   distribution-report this daemon's distribution report                   ./config-status/
  *   wle                 its workloads' entries (auto-registration)          ./workload-entry/
@@ -34,6 +35,7 @@ import type { KubeClient } from '../kube/client.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { MeshSettings } from '../model/mesh-settings.js';
 import type { Endpoint, Service } from '../model/service.js';
+import { RootCertController, type TrustBundleSource } from './ca-root-cert/controller.js';
 import { DistributionTracker, type SnapshotSource } from './config-status/distribution.js';
 import { MeshDistribution, ReportPublisher } from './config-status/distribution-reports.js';
 import { StatusController } from './config-status/status-controller.js';
@@ -91,8 +93,10 @@ export interface DaemonControllersInput {
   readonly gatewayApi?: GatewayApiSource;
   /** With ENABLE_MCS_AUTOEXPORT: the mesh config's cluster-local hosts. */
   readonly meshConfig?: MeshConfigView;
+  /** With a CA (built-in or external): the trust bundle every namespace's `mesh-ca-root-cert` carries. */
+  readonly trustBundle?: TrustBundleSource;
   readonly metrics?: Metrics;
-  readonly logs?: { readonly status?: Logger; readonly wle?: Logger; readonly leader?: Logger };
+  readonly logs?: { readonly status?: Logger; readonly wle?: Logger; readonly leader?: Logger; readonly ca?: Logger };
   /** Leader election timing (tests). */
   readonly lease?: { readonly leaseDurationMs?: number; readonly renewDeadlineMs?: number; readonly retryPeriodMs?: number };
 }
@@ -248,6 +252,10 @@ export function createDaemonControllers(input: DaemonControllersInput): DaemonCo
         syncErrors,
       }),
     );
+  }
+
+  if (input.trustBundle) {
+    leadership.add(new RootCertController({ client, bundle: input.trustBundle, log: input.logs?.ca ?? input.logs?.leader, syncErrors }));
   }
 
   let running = false;

@@ -11,14 +11,20 @@
  * | CSR asking for another identity             | PERMISSION_DENIED   | ca_server_id_extraction_err_count           |
  * | CSR that does not parse or verify           | INVALID_ARGUMENT    | ca_server_csr_parsing_err_count             |
  * | signer busy / failed                        | RESOURCE_EXHAUSTED / INTERNAL | ca_server_csr_sign_err_count      |
+ * | too many requests waiting (admission)       | RESOURCE_EXHAUSTED  | ca_server_csr_sign_err_count{reason="overloaded"} |
  * | the token could not be reviewed             | UNAVAILABLE         | ca_server_authentication_failure_count      |
+ *
+ * After authentication a request passes the admission gate (./admission.ts) before its CSR is read
+ * and signed; with the daemon's crypto pool both happen in worker threads (docs/adr/0067).
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { MeshCertificateRequest, MeshCertificateResponse } from '../gen/mesh/v1/auth/certificate.js';
 import { SignerError, type WorkloadSigner } from '../ca/authority.js';
 import type { CaMetrics } from '../ca/metrics.js';
-import { CsrError, DerError, parseCsrPem } from '../ca/x509.js';
+import { readCsr, type CsrInfo } from '../ca/crypto-jobs.js';
+import { CsrError, DerError } from '../ca/x509.js';
+import { AdmissionRefused, type Admission } from './admission.js';
 import { AuthError, callCredentials, type CallCredentials, type Caller } from './authn.js';
 import { formatSpiffeId } from './spiffe.js';
 
@@ -33,6 +39,10 @@ export interface CertificateServiceDeps {
   /** DEFAULT_WORKLOAD_CERT_TTL and MAX_WORKLOAD_CERT_TTL, ms. */
   readonly defaultTtlMs: number;
   readonly maxTtlMs: number;
+  /** Reads and checks a CSR (the daemon: in its crypto pool's workers); default: on this thread. */
+  readonly readCsr?: (pem: string) => Promise<CsrInfo>;
+  /** The admission gate; default: none (every authenticated request goes on at once). */
+  readonly admission?: Admission;
 }
 
 class Refusal extends Error {
@@ -104,14 +114,49 @@ export class CertificateService {
 
     const pem = call.request.csr;
     if (pem.length > MAX_CSR_BYTES) return refuse(grpc.status.INVALID_ARGUMENT, m.csrParsingErrors, 'too_large', `csr: larger than ${MAX_CSR_BYTES} bytes`, identity);
-    let csr;
+
+    let leave: (() => void) | undefined;
+    if (this.deps.admission) {
+      const gone = new AbortController();
+      const onCancel = (): void => gone.abort();
+      call.once('cancelled', onCancel);
+      try {
+        leave = await this.deps.admission.enter(pem.length, gone.signal);
+      } catch (err) {
+        if (!(err instanceof AdmissionRefused)) throw err;
+        if (gone.signal.aborted) throw new Refusal(grpc.status.CANCELLED, err.message);
+        return refuse(grpc.status.RESOURCE_EXHAUSTED, m.csrSignErrors, 'overloaded', err.message, identity);
+      } finally {
+        call.removeListener('cancelled', onCancel);
+      }
+    }
     try {
-      csr = parseCsrPem(pem);
+      return await this.issue(call, pem, identity, caller.method, refuse);
+    } finally {
+      leave?.();
+    }
+  }
+
+  private async issue(
+    call: grpc.ServerUnaryCall<MeshCertificateRequest, MeshCertificateResponse>,
+    pem: string,
+    identity: string,
+    via: Caller['method'],
+    refuse: (code: grpc.status, counter: { inc(labels: { reason: string }): void }, reason: string, message: string, caller?: string) => never,
+  ): Promise<string[]> {
+    const m = this.deps.metrics;
+    let csr: CsrInfo;
+    try {
+      csr = await (this.deps.readCsr ?? readCsr)(pem);
     } catch (err) {
       if (err instanceof CsrError || err instanceof DerError) return refuse(grpc.status.INVALID_ARGUMENT, m.csrParsingErrors, err instanceof CsrError ? 'unsupported' : 'malformed', `csr: ${err.message}`, identity);
+      if (err instanceof SignerError) {
+        const code = err.code === 'overloaded' ? grpc.status.RESOURCE_EXHAUSTED : err.code === 'unavailable' ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL;
+        return refuse(code, m.csrSignErrors, err.code, err.message, identity);
+      }
       throw err;
     }
-    if (!(await csr.verifySignature())) return refuse(grpc.status.INVALID_ARGUMENT, m.csrParsingErrors, 'signature', 'csr: its signature does not verify with its own public key', identity);
+    if (!csr.signatureValid) return refuse(grpc.status.INVALID_ARGUMENT, m.csrParsingErrors, 'signature', 'csr: its signature does not verify with its own public key', identity);
 
     const other = [...csr.altNames.uris.filter((u) => u !== identity), ...csr.altNames.dnsNames, ...csr.altNames.ips];
     if (other.length > 0) {
@@ -134,7 +179,7 @@ export class CertificateService {
       throw err;
     }
     m.successIssuance.inc();
-    this.deps.log.debug({ peer, identity, via: caller.method, ttlSeconds: Math.round(ttlMs / 1000) }, 'CA: issued');
+    this.deps.log.debug({ peer: call.getPeer(), identity, via, ttlSeconds: Math.round(ttlMs / 1000) }, 'CA: issued');
     return chain;
   }
 }

@@ -145,7 +145,7 @@ export function resolveSecuritySettings(i: SecurityInputs): { settings: Security
     if (!i.cluster) issues.push('USE_REMOTE_CERTS: reads the cacerts Secret from the cluster and needs --registries Cluster');
   }
   if (env.MESH_MULTIROOT_MESH) {
-    issues.push('MESH_MULTIROOT_MESH: multi-root trust for MESH_MUTUAL is not supported yet (it needs the trust-bundle distribution to namespaces); unset it');
+    issues.push('MESH_MULTIROOT_MESH: multi-root trust for MESH_MUTUAL is not supported yet (the trust bundle given to workloads carries only this CA\'s roots, not other trust domains\' roots); unset it');
   }
   if (env.JWT_RULE !== undefined) issues.push('JWT_RULE: not supported; tokens are checked with TokenReview (TOKEN_AUDIENCES, JWT_POLICY, REQUIRE_3P_TOKEN, TOKEN_ISSUER, AUDIENCE)');
 

@@ -8,6 +8,9 @@ import { CaMaterialError, caFilesOf, readCaFiles, trustBundlePem } from '../../s
 import { createCaMetrics } from '../../src/ca/metrics.js';
 import { loadPluginCa } from '../../src/ca/plugin.js';
 import { RootRotator, inGracePeriod } from '../../src/ca/rotation.js';
+import { PluginReload } from '../../src/controllers/ca-plugin/controller.js';
+import { firstCheckDelayMs, rootRotationController } from '../../src/controllers/ca-root-rotation/controller.js';
+import { eventually } from '../support/eventually.js';
 import { loadOrCreateSelfSigned } from '../../src/ca/self-signed.js';
 import { DirectoryCaStore, MemoryCaStore } from '../../src/ca/store.js';
 import { createCsr, generateKey, parseCertificatePem, parseCsrPem } from '../../src/ca/x509.js';
@@ -164,13 +167,27 @@ describe('root rotation', () => {
     expect(inGracePeriod(root, 0, 99_999)).toBe(false);
   });
 
-  it('a zero interval never checks', () => {
+  it('the ca-root-rotation controller checks on its schedule (first check jittered) and rotates inside the grace period', async () => {
+    expect(() => rootRotationController({ rotator: { check: async () => 'unchanged' }, checkIntervalMs: 0, jitter: true })).toThrow(/must be positive/);
+    expect(firstCheckDelayMs(60_000, false)).toBe(60_000);
+    expect(firstCheckDelayMs(60_000, true, () => 0.25)).toBe(15_000);
+    const ttlMs = 4000;
     const store = new MemoryCaStore();
-    const ca = { current: () => { throw new Error('checked'); } } as unknown as CertificateAuthority;
-    const r = new RootRotator(ca, store, '', { ...SELF, checkIntervalMs: 0, gracePeriodPercentile: 20, jitter: true }, log);
-    r.start();
-    r.stop();
-  });
+    const start = await loadOrCreateSelfSigned(store, { ...SELF, ttlMs });
+    const ca = new CertificateAuthority(start.material, { metrics: createCaMetrics(new Registry()), log });
+    const rotator = new RootRotator(ca, store, start.version, { ...SELF, ttlMs, checkIntervalMs: 200, gracePeriodPercentile: 50, jitter: true }, log);
+    const controller = rootRotationController({ rotator, checkIntervalMs: 200, jitter: true, log });
+    controller.start();
+    try {
+      await eventually('a rotated root', () => !ca.current().root.der.equals(start.material.root.der), { timeoutMs: 20_000 });
+      expect(ca.current().roots.some((r) => r.der.equals(start.material.root.der))).toBe(true);
+      expect((await store.load())!.files['root-cert.pem']).toBe(trustBundlePem(ca.current()));
+      expect(controller.stats().reconciles).toBeGreaterThan(1);
+      expect(controller.stats().failures).toBe(0);
+    } finally {
+      await controller.stop();
+    }
+  }, 30_000);
 });
 
 describe('plug-in CA', () => {
@@ -216,6 +233,27 @@ describe('plug-in CA', () => {
     await expect(loadPluginCa({ namespace: 'x', rootCaDir: w, requireSecret: false })).rejects.toThrow(CaMaterialError);
     await expect(loadPluginCa({ namespace: 'x', rootCaDir: w, requireSecret: false })).rejects.toThrow(/key does not belong to ca-cert.pem/);
   });
+
+  it('a changed ROOT_CA_DIR is followed without a restart; an incomplete one is refused and the CA keeps signing', async () => {
+    const d = await pluginDir('reload');
+    const plugin = await loadPluginCa({ namespace: 'x', rootCaDir: d, requireSecret: false });
+    const ca = new CertificateAuthority(plugin!.material, { metrics: createCaMetrics(new Registry()), log });
+    const reload = new PluginReload({ namespace: 'x', rootCaDir: d, requireSecret: false, ca, from: plugin!.from, pollMs: 100, log });
+    reload.start();
+    try {
+      const other = await pluginDir('reload-next');
+      for (const f of ['root-cert.pem', 'cert-chain.pem', 'ca-key.pem', 'ca-cert.pem']) await writeFile(join(d, f), await readFile(join(other, f), 'utf8'));
+      const newRoot = parseCertificatePem(await readFile(join(other, 'root-cert.pem'), 'utf8'));
+      await eventually('the CA signing with the new plug-in CA', () => ca.current().root.der.equals(newRoot.der), { timeoutMs: 20_000 });
+      const chain = await leafFor(ca);
+      expect((await ws.verify(chain.join(''), newRoot.pem)).code).toBe(0);
+      await rm(join(d, 'cert-chain.pem'));
+      await eventually('the incomplete directory refused', () => reload.controller.stats().terminal > 0, { timeoutMs: 20_000 });
+      expect(ca.current().root.der.equals(newRoot.der)).toBe(true);
+    } finally {
+      await reload.stop();
+    }
+  }, 60_000);
 
   it('USE_REMOTE_CERTS without a cluster is refused by name', async () => {
     await expect(loadPluginCa({ namespace: 'x', rootCaDir: dir, requireSecret: true })).rejects.toThrow(/USE_REMOTE_CERTS=true/);

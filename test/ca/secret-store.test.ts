@@ -10,6 +10,9 @@ import { SecretCaStore } from '../../src/ca/secret-store.js';
 import { createSelfSignedMaterial, loadOrCreateSelfSigned } from '../../src/ca/self-signed.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
+import { PluginReload } from '../../src/controllers/ca-plugin/controller.js';
+import type { KubeObject } from '../../src/kube/types.js';
+import { eventually } from '../support/eventually.js';
 
 const log = pino({ level: 'silent' });
 const SELF = { trustDomain: 'cluster.local', rsaKeySize: 2048, ttlMs: 20_000 };
@@ -67,4 +70,30 @@ describe('cacerts', () => {
     expect(plugin?.source).toBe(`Secret ${ns}/cacerts`);
     expect(plugin!.material.root.der.equals(operator.root.der)).toBe(true);
   });
+
+  it('a changed cacerts Secret is followed without a restart; a broken one is refused and the CA keeps signing', async () => {
+    const ref = { apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 'cacerts' };
+    const start = await loadPluginCa({ client: env.client, namespace: ns, rootCaDir: '/nonexistent', requireSecret: true });
+    const ca = new CertificateAuthority(start!.material, { metrics: createCaMetrics(new Registry()), log });
+    const errors: string[] = [];
+    const reload = new PluginReload({ client: env.client, namespace: ns, rootCaDir: '/nonexistent', requireSecret: true, ca, from: 'secret', log, syncErrors: { inc: ({ controller }) => errors.push(controller) } });
+    reload.start();
+    try {
+      const next = await createSelfSignedMaterial({ ...SELF, trustDomain: 'operator-2', ttlMs: 3600_000 });
+      const current = await env.client.get<{ data: Record<string, string> } & KubeObject>(ref);
+      const data = Object.fromEntries(Object.entries(caFilesOf(next)).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
+      await env.client.replace({ ...current, data });
+      await eventually('the CA signing with the new plug-in CA', () => ca.current().root.der.equals(next.root.der), { timeoutMs: 30_000 });
+      // a key of another certificate: refused by name, counted, the CA keeps the last good one
+      const other = await createSelfSignedMaterial({ ...SELF, trustDomain: 'other', ttlMs: 3600_000 });
+      const again = await env.client.get<{ data: Record<string, string> } & KubeObject>(ref);
+      await env.client.replace({ ...again, data: { ...again.data, 'ca-key.pem': Buffer.from(caFilesOf(other)['ca-key.pem']).toString('base64') } });
+      await eventually('the broken Secret refused', () => errors.length > 0, { timeoutMs: 30_000 });
+      expect(errors[0]).toBe('ca-plugin');
+      expect(reload.controller.stats().terminal).toBeGreaterThan(0);
+      expect(ca.current().root.der.equals(next.root.der)).toBe(true);
+    } finally {
+      await reload.stop();
+    }
+  }, 60_000);
 });

@@ -9,7 +9,8 @@ import { referencePages, type ReferencePage } from '../../src/cli/reference.js';
 import { DAEMON_ENV_VARS } from '../../src/config/daemon-env.js';
 import { DISCOVERY_FLAGS } from '../../src/config/discovery-flags.js';
 import { MESHCTL_ENV_VARS, SETTINGS } from '../../src/cli/meshctl/env.js';
-import { createMetrics } from '../../src/metrics/metrics.js';
+import { createDaemonMetrics } from '../../src/bootstrap/daemon-metrics.js';
+import { freePort, makeConfigDir, startDaemon } from '../support/daemon.js';
 import { createOperatorMetrics } from '../../src/controllers/installation/metrics.js';
 import { REPO_ROOT } from './spec-tables.js';
 
@@ -36,9 +37,24 @@ describe('docs/reference', () => {
     expect(text).toContain('| `--keepaliveInterval` |  | duration | `30s` |');
     expect(text).toContain('| `--registries` |  | stringSlice | `Cluster` |');
     for (const v of DAEMON_ENV_VARS) expect(text).toContain(`| \`${v.name}\` |`);
-    const metrics = await createMetrics({ defaultMetrics: false }).registry.getMetricsAsJSON();
+    const metrics = await createDaemonMetrics({ defaultMetrics: false }).metrics.registry.getMetricsAsJSON();
     expect(metrics.length).toBeGreaterThan(30);
     for (const m of metrics) expect(text).toContain(`| \`${m.name}\` | ${m.type} |`);
+  });
+
+  it('lists every metric a running daemon exports, its CA\'s ca_server_* included (Node process metrics aside)', async () => {
+    const dir = await makeConfigDir();
+    const daemon = await startDaemon({ configDir: dir.path, env: { ENABLE_CA_SERVER: 'true' }, args: ['--secureGRPCAddr', `127.0.0.1:${await freePort()}`] });
+    try {
+      const exported = [...(await daemon.metrics()).matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => ({ name: m[1], type: m[2] }));
+      const own = exported.filter((m) => !/^(process|nodejs)_/.test(m.name));
+      expect(own.map((m) => m.name)).toEqual(expect.arrayContaining(['ca_server_csr_count', 'ca_server_root_cert_expiry_timestamp', 'disc_xds', 'controller_sync_errors_total']));
+      const text = page('mesh-discovery.md');
+      expect(own.filter((m) => !text.includes(`| \`${m.name}\` | ${m.type} |`))).toEqual([]);
+    } finally {
+      await daemon.stop();
+      await dir.cleanup();
+    }
   });
 
   it('lists every meshctl command, global flag and variable', () => {

@@ -224,6 +224,20 @@ describe('meshd', () => {
     expect(role.rules).toContainEqual(expect.objectContaining({ resources: ['secrets'] }));
   });
 
+  it('may write CertificateSigningRequests only with EXTERNAL_CA=MESHD_RA_CLUSTER_API, and approve only for CLUSTER_SIGNER', async () => {
+    type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
+    const csrRules = (ms: readonly ComponentManifest[]): Rule[] =>
+      (find(ms, 'ClusterRole', 'meshd-clusterrole-mesh-system').rules as Rule[]).filter((r) => r.apiGroups.includes('certificates.k8s.io'));
+    expect(csrRules(await render())).toEqual([]);
+    const env = (i: number, name: string, value: string): string[] => [`components.meshd.k8s.env[${i}].name=${name}`, `components.meshd.k8s.env[${i}].value=${value}`];
+    const rules = csrRules(await render([...env(0, 'EXTERNAL_CA', 'MESHD_RA_CLUSTER_API'), ...env(1, 'CLUSTER_SIGNER', 'example.com/mesh')]));
+    expect(rules).toEqual([
+      { apiGroups: ['certificates.k8s.io'], resources: ['certificatesigningrequests'], verbs: ['create', 'get', 'delete'] },
+      { apiGroups: ['certificates.k8s.io'], resources: ['certificatesigningrequests/approval'], verbs: ['update'] },
+      { apiGroups: ['certificates.k8s.io'], resources: ['signers'], verbs: ['approve'], resourceNames: ['example.com/mesh'] },
+    ]);
+  });
+
   it('drops the autoscaler when hpaSpec is removed, and then runs one replica', async () => {
     const ms = await render(['components.meshd.k8s.hpaSpec=null']);
     expect(names(ms, 'HorizontalPodAutoscaler')).toEqual(['mesh-ingressgateway']);

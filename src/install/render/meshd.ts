@@ -89,6 +89,12 @@ export function meshdArgs(ctx: RenderContext): string[] {
   return args;
 }
 
+/** CLUSTER_SIGNER when the daemon signs through the Kubernetes CSR API (EXTERNAL_CA=MESHD_RA_CLUSTER_API). */
+function clusterSignerOf(env: readonly EnvVar[]): string | undefined {
+  const value = (name: string): string | undefined => env.find((e) => e.name === name)?.value;
+  return value('EXTERNAL_CA') === 'MESHD_RA_CLUSTER_API' ? value('CLUSTER_SIGNER') || undefined : undefined;
+}
+
 function meshdEnv(ctx: RenderContext): EnvVar[] {
   const base: EnvVar[] = [
     { name: 'REVISION', value: ctx.revisionLabel },
@@ -234,7 +240,7 @@ function renderRbac(ctx: RenderContext, labels: Record<string, string>): K8sObje
   const rbac = 'rbac.authorization.k8s.io/v1';
   const sa = subject(MESHD_SERVICE_ACCOUNT, n.namespace);
   return [
-    { ...objectHead(ctx, COMPONENT, rbac, 'ClusterRole', n.clusterRole, { labels }), rules: meshdClusterRules({ mutating: injectorWebhookName(ctx), validating: validatingWebhookName(ctx) }) },
+    { ...objectHead(ctx, COMPONENT, rbac, 'ClusterRole', n.clusterRole, { labels }), rules: meshdClusterRules({ mutating: injectorWebhookName(ctx), validating: validatingWebhookName(ctx) }, { clusterSigner: clusterSignerOf(meshdEnv(ctx)) }) },
     {
       ...objectHead(ctx, COMPONENT, rbac, 'ClusterRoleBinding', n.clusterRole, { labels }),
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: n.clusterRole },

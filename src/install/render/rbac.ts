@@ -7,7 +7,8 @@
  *  - its own webhook configurations: read all, update only its own (CA bundle patching);
  *  - token and access reviews (CA and xDS authentication);
  *  - gateway-api kinds: read, and write their status;
- *  - in its own namespace only: secrets (`cacerts`, the self-signed CA) and leases (leader election).
+ *  - in its own namespace only: secrets (`cacerts`, the self-signed CA) and leases (leader election);
+ *  - with EXTERNAL_CA=MESHD_RA_CLUSTER_API: CertificateSigningRequests for CLUSTER_SIGNER only.
  * The reader role (`mesh-reader-service-account`, used by a remote control plane) only reads.
  */
 import { CONFIG_KINDS } from '../../config/kinds.js';
@@ -30,8 +31,13 @@ function configResources(): Array<{ group: string; plurals: string[] }> {
 
 const GATEWAY_API_RESOURCES = ['gatewayclasses', 'gateways', 'grpcroutes', 'httproutes', 'referencegrants', 'tcproutes', 'tlsroutes'];
 
-/** Cluster-wide rules of meshd; `webhookNames` are the webhook configurations it may update. */
-export function meshdClusterRules(webhookNames: { mutating: string; validating: string }): PolicyRule[] {
+/**
+ * Cluster-wide rules of meshd; `webhookNames` are the webhook configurations it may update;
+ * `clusterSigner` (EXTERNAL_CA=MESHD_RA_CLUSTER_API with CLUSTER_SIGNER in its environment) adds what
+ * signing through the Kubernetes CSR API needs: create, read and delete CertificateSigningRequests,
+ * approve them, for that one signer only.
+ */
+export function meshdClusterRules(webhookNames: { mutating: string; validating: string }, opts: { readonly clusterSigner?: string } = {}): PolicyRule[] {
   const rules: PolicyRule[] = [];
   for (const { group, plurals } of configResources()) {
     rules.push({ apiGroups: [group], resources: plurals, verbs: READ });
@@ -52,6 +58,11 @@ export function meshdClusterRules(webhookNames: { mutating: string; validating: 
   rules.push({ apiGroups: ['multicluster.x-k8s.io'], resources: ['serviceexports'], verbs: [...READ, 'create', 'update', 'patch', 'delete'] });
   rules.push({ apiGroups: ['multicluster.x-k8s.io'], resources: ['serviceimports'], verbs: READ });
   rules.push({ apiGroups: ['gateway.networking.k8s.io'], resources: GATEWAY_API_RESOURCES.filter((r) => r !== 'referencegrants').map((r) => `${r}/status`), verbs: ['get', 'update', 'patch'] });
+  if (opts.clusterSigner) {
+    rules.push({ apiGroups: ['certificates.k8s.io'], resources: ['certificatesigningrequests'], verbs: ['create', 'get', 'delete'] });
+    rules.push({ apiGroups: ['certificates.k8s.io'], resources: ['certificatesigningrequests/approval'], verbs: ['update'] });
+    rules.push({ apiGroups: ['certificates.k8s.io'], resources: ['signers'], verbs: ['approve'], resourceNames: [opts.clusterSigner] });
+  }
   return rules;
 }
 
