@@ -13,6 +13,7 @@ import { register as manifest } from './manifest.js';
 import { register as operator } from './operator.js';
 import { register as options } from './options.js';
 import { register as profile } from './profile.js';
+import { register as proxyConfig } from './proxy-config.js';
 import { register as proxyStatus } from './proxy-status.js';
 import { register as tag } from './tag.js';
 import { register as upgrade } from './upgrade.js';
@@ -22,4 +23,4 @@ import { register as version } from './version.js';
 
 export type RegisterCommand = (program: Command, cli: Cli) => Command;
 
-export const COMMANDS: readonly RegisterCommand[] = [analyze, completion, experimental, install, manifest, operator, options, profile, proxyStatus, tag, upgrade, validate, verifyInstall, version];
+export const COMMANDS: readonly RegisterCommand[] = [analyze, completion, experimental, install, manifest, operator, options, profile, proxyConfig, proxyStatus, tag, upgrade, validate, verifyInstall, version];
