@@ -63,8 +63,8 @@ pre{white-space:pre-wrap;max-height:36rem;overflow:auto;margin:0}
 <section id="logging"><h2>Logging scopes</h2>
 <div class="row"><label>Filter <input id="scopeFilter" placeholder="scope name"></label><button class="act" id="reset">Reset all to info</button><span class="note">A change applies at once, to this daemon only.</span></div>
 <table><thead><tr><th>Scope</th><th>Output level</th><th>Stack-trace level</th></tr></thead><tbody id="scopes"></tbody></table></section>
-<section id="memory"><h2>Memory</h2><div class="grid" id="mem"></div><svg class="trend" id="heapTrend" viewBox="0 0 120 70" preserveAspectRatio="none"><polyline points=""/></svg><p class="note">Heap used over the last two minutes.</p>
-<h2 style="margin-top:1.2rem">Event loop</h2><div class="grid" id="loop"></div><svg class="trend" id="loopTrend" viewBox="0 0 120 70" preserveAspectRatio="none"><polyline points=""/></svg><p class="note">Delay p99 over the last two minutes.</p></section>
+<section id="memory"><h2>Memory</h2><div class="grid" id="mem"></div><svg class="trend" id="heapTrend" viewBox="0 0 120 70" preserveAspectRatio="none"><polyline points=""/></svg><p class="note">Heap used over the last two minutes; <span id="heapTrendRange"></span></p>
+<h2 style="margin-top:1.2rem">Event loop</h2><div class="grid" id="loop"></div><svg class="trend" id="loopTrend" viewBox="0 0 120 70" preserveAspectRatio="none"><polyline points=""/></svg><p class="note">Event-loop delay p99 over the last two minutes; <span id="loopTrendRange"></span></p></section>
 <section id="env"><h2>Environment</h2><p class="note">Values of names that look secret are not shown.</p><table><tbody id="envs"></tbody></table></section>
 <section id="args"><h2>Command-line arguments</h2><table><tbody id="argv"></tbody></table></section>
 <section id="metrics"><h2>Metrics</h2><div class="row"><label>Filter <input id="metricFilter" placeholder="metric name"></label></div><pre id="metricText"></pre></section>
@@ -82,7 +82,9 @@ var tab="overview",levels=[],heap=[],lag=[];
 function status(text,err){var s=$("status");s.textContent=text;s.className=err?"err":""}
 function get(path){return fetch(path,{cache:"no-store"}).then(function(r){if(!r.ok)return r.json().then(function(b){throw new Error(b.error||r.statusText)});return (r.headers.get("content-type")||"").indexOf("json")>=0?r.json():r.text()})}
 function post(path,body){return fetch(path,{method:"POST",headers:{"content-type":"application/json"},body:JSON.stringify(body)}).then(function(r){return r.json().then(function(b){if(!r.ok)throw new Error(b.error||r.statusText);return b})})}
-function trend(id,values){var max=Math.max.apply(null,values.concat([1e-9])),n=values.length;$(id).firstElementChild.setAttribute("points",values.map(function(v,i){return (n<2?0:i*120/(n-1)).toFixed(1)+","+(68-v/max*64).toFixed(1)}).join(" "))}
+function trend(id,values,fmt){var max=Math.max.apply(null,values),min=Math.min.apply(null,values),span=max-min||Math.max(Math.abs(max),1e-9),n=values.length;
+ $(id).firstElementChild.setAttribute("points",values.map(function(v,i){return (n<2?0:i*120/(n-1)).toFixed(1)+","+(64-(v-min)/span*58).toFixed(1)}).join(" "));
+ $(id+"Range").textContent=n?"range "+fmt(min)+" – "+fmt(max)+" over "+n+" samples":""}
 function show(name){tab=name;document.querySelectorAll("nav button").forEach(function(b){b.setAttribute("aria-selected",String(b.dataset.tab===name))});document.querySelectorAll("section").forEach(function(s){s.classList.toggle("on",s.id===name)});refresh()}
 document.querySelectorAll("nav button").forEach(function(b){b.addEventListener("click",function(){show(b.dataset.tab)})});
 function menu(scope,kind,value){return '<select data-scope="'+esc(scope)+'" data-kind="'+kind+'" class="lv-'+esc(value)+'" aria-label="'+esc(scope)+' '+kind+' level">'+levels.map(function(l){return '<option'+(l===value?" selected":"")+'>'+esc(l)+'</option>'}).join("")+'</select>'}
@@ -105,7 +107,7 @@ function refresh(){
  else if(tab==="memory")work=sample().then(function(r){var m=r[0],l=r[1];
   $("mem").innerHTML=fig("Resident set",bytes(m.rss))+fig("Heap used",bytes(m.heapUsed))+fig("Heap total",bytes(m.heapTotal))+fig("Heap limit",bytes(m.heapSizeLimit))+fig("External",bytes(m.external))+fig("Array buffers",bytes(m.arrayBuffers));
   $("loop").innerHTML=fig("Utilization",(l.utilization*100).toFixed(1)+" %")+fig("Delay p50",l.delayMs.p50.toFixed(1)+" ms")+fig("Delay p99",l.delayMs.p99.toFixed(1)+" ms")+fig("Delay max",l.delayMs.max.toFixed(1)+" ms");
-  trend("heapTrend",heap);trend("loopTrend",lag)});
+  trend("heapTrend",heap,bytes);trend("loopTrend",lag,function(v){return v.toFixed(1)+" ms"})});
  else if(tab==="env")work=get("/envj").then(function(e){$("envs").innerHTML=e.map(function(x){return '<tr><th class="mono">'+esc(x.name)+'</th><td class="mono">'+esc(x.value)+'</td></tr>'}).join("")});
  else if(tab==="args")work=get("/argj").then(function(a){$("argv").innerHTML=a.map(function(x,i){return '<tr><th>'+i+'</th><td class="mono">'+esc(x)+'</td></tr>'}).join("")});
  else if(tab==="metrics")work=get("/metricj").then(function(t){var f=$("metricFilter").value.trim();$("metricText").textContent=f?t.split("\\n").filter(function(l){return l.indexOf(f)>=0}).join("\\n"):t});
