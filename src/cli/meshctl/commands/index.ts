@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander';
 import type { Cli } from '../../runner.js';
+import { register as admin } from './admin.js';
 import { register as analyze } from './analyze.js';
 import { register as completion } from './completion.js';
 import { register as experimental } from './experimental.js';
@@ -23,4 +24,4 @@ import { register as version } from './version.js';
 
 export type RegisterCommand = (program: Command, cli: Cli) => Command;
 
-export const COMMANDS: readonly RegisterCommand[] = [analyze, completion, experimental, install, manifest, operator, options, profile, proxyConfig, proxyStatus, tag, upgrade, validate, verifyInstall, version];
+export const COMMANDS: readonly RegisterCommand[] = [admin, analyze, completion, experimental, install, manifest, operator, options, profile, proxyConfig, proxyStatus, tag, upgrade, validate, verifyInstall, version];

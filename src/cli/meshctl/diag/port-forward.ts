@@ -61,30 +61,37 @@ export interface PodHttpReply {
   readonly body: string;
 }
 
+export interface HttpRequestOptions {
+  readonly method?: string;
+  readonly body?: string;
+  readonly contentType?: string;
+  readonly timeoutMs?: number;
+}
+
+/** One HTTP request to `host`:`port`; rejects with the socket's error or a timeout naming its bound. */
+export function httpRequest(host: string, port: number, path: string, options: HttpRequestOptions = {}): Promise<PodHttpReply> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  return new Promise<PodHttpReply>((resolve, reject) => {
+    const req = request(
+      { host, port, path, method: options.method ?? 'GET', headers: options.body !== undefined ? { 'content-type': options.contentType ?? 'application/json' } : {}, timeout: timeoutMs },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs / 1000}s`)));
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
 /** One HTTP request to `pod`:`podPort` through a port-forward; a CliError when the pod cannot be reached. */
-export async function podHttp(
-  client: KubeClient,
-  pod: { namespace: string; name: string },
-  podPort: number,
-  path: string,
-  options: { readonly method?: string; readonly body?: string; readonly contentType?: string; readonly timeoutMs?: number } = {},
-): Promise<PodHttpReply> {
+export async function podHttp(client: KubeClient, pod: { namespace: string; name: string }, podPort: number, path: string, options: HttpRequestOptions = {}): Promise<PodHttpReply> {
   const forward = await forwardPort(client, pod, podPort, '127.0.0.1');
   try {
-    return await new Promise<PodHttpReply>((resolve, reject) => {
-      const req = request(
-        { host: '127.0.0.1', port: forward.port, path, method: options.method ?? 'GET', headers: options.body !== undefined ? { 'content-type': options.contentType ?? 'application/json' } : {}, timeout: options.timeoutMs ?? 30_000 },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-          res.on('error', reject);
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error(`no answer within ${(options.timeoutMs ?? 30_000) / 1000}s`)));
-      req.on('error', reject);
-      req.end(options.body);
-    });
+    return await httpRequest('127.0.0.1', forward.port, path, options);
   } catch (err) {
     throw new CliError(`cannot reach port ${podPort} of pod ${pod.namespace}/${pod.name} through the API server: ${(err as Error).message}`);
   } finally {
