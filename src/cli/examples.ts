@@ -65,6 +65,16 @@ export const MESHCTL_EXAMPLES: ExampleTable = {
     ex('Put every scope back to info, and show the result as JSON', 'meshctl admin log --reset -o json'),
   ],
   ...completionExamples('meshctl'),
+  dashboard: [ex('Open the ControlZ page of a meshd pod', 'meshctl dashboard controlz deployment/meshd')],
+  'dashboard controlz': [
+    ex('Open the ControlZ page of a meshd pod of the mesh namespace', 'meshctl dashboard controlz deployment/meshd'),
+    ex('Print the URL only, on a fixed local port', 'meshctl dashboard controlz meshd-7d9f8c6b5-x2k4p -p 9876 --browser=false'),
+    ex('The first meshd pod of revision canary', 'meshctl d controlz -l app=meshd,mesh.io/rev=canary'),
+  ],
+  'dashboard proxy': [
+    ex('Open the admin UI of a proxy', 'meshctl dashboard proxy reviews-v1-5c7b8d.shop'),
+    ex('The first proxy of app reviews, listening on every address', 'meshctl dashboard proxy -n shop -l app=reviews --address 0.0.0.0'),
+  ],
   experimental: [
     ex('Check that the cluster meets the installation requirements', 'meshctl x precheck'),
     ex('List the installed revisions', 'meshctl x revision list'),

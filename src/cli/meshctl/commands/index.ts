@@ -8,6 +8,7 @@ import type { Cli } from '../../runner.js';
 import { register as admin } from './admin.js';
 import { register as analyze } from './analyze.js';
 import { register as completion } from './completion.js';
+import { register as dashboard } from './dashboard.js';
 import { register as experimental } from './experimental.js';
 import { register as install } from './install.js';
 import { register as manifest } from './manifest.js';
@@ -24,4 +25,4 @@ import { register as version } from './version.js';
 
 export type RegisterCommand = (program: Command, cli: Cli) => Command;
 
-export const COMMANDS: readonly RegisterCommand[] = [admin, analyze, completion, experimental, install, manifest, operator, options, profile, proxyConfig, proxyStatus, tag, upgrade, validate, verifyInstall, version];
+export const COMMANDS: readonly RegisterCommand[] = [admin, analyze, completion, dashboard, experimental, install, manifest, operator, options, profile, proxyConfig, proxyStatus, tag, upgrade, validate, verifyInstall, version];
