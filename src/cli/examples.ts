@@ -84,6 +84,10 @@ export const MESHCTL_EXAMPLES: ExampleTable = {
     ex('List meshctl\'s settings and where each comes from', 'meshctl x config list'),
     ex('The same as JSON', 'meshctl x config list -o json'),
   ],
+  'experimental create-remote-secret': [
+    ex('Let the meshd of cluster east read this cluster (apply the Secret there)', 'meshctl x create-remote-secret --name west --create-service-account | kubectl apply -f - --context=east'),
+    ex('Give the API server address the other cluster reaches', 'meshctl x create-remote-secret --name west --server https://west.example:6443'),
+  ],
   'experimental internal-debug': [
     ex('The sync state of every proxy, from one meshd', 'meshctl x internal-debug syncz'),
     ex('The same from every meshd replica', 'meshctl x internal-debug syncz --all'),
