@@ -11,6 +11,10 @@ export interface DaemonConfig {
   readonly httpAddr: ListenAddress;
   readonly monitoringAddr: ListenAddress;
   readonly debugOnHttp: boolean;
+  /** ControlZ (`--ctrlz_address`, `--ctrlz_port`; host '' = all addresses); absent: not served. */
+  readonly ctrlz?: { readonly host: string; readonly port: number };
+  /** `--profile`: CPU profiles and heap snapshots under ControlZ's `/debug/pprof/`. */
+  readonly profile?: boolean;
   readonly configDir?: string;
   readonly registries: ReadonlyArray<'Cluster' | 'Mock'>;
   readonly meshConfigFile: string;

@@ -6,7 +6,6 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { MemoryConfigStore } from '../config/store.js';
 import { FileConfigSource } from '../config/file-source.js';
-import { CONFIG_KINDS } from '../config/kinds.js';
 import { configReportText, type ConfigRejection } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { createDaemonMetrics } from './daemon-metrics.js';
@@ -16,6 +15,11 @@ import { AggregateRegistry } from '../registry/aggregate.js';
 import { MockRegistry } from '../registry/mock.js';
 import { ServiceEntryRegistry } from '../registry/service-entry.js';
 import { registerDebug } from '../server/debug.js';
+import { debugViews, type DebugDeps, type DistributionLookup } from '../server/debug-views.js';
+import { createControlZ, type ControlZ } from '../server/controlz.js';
+import { xdsDebugHandler } from '../server/xds-debug.js';
+import type { DebugHandler } from '../xds/ads-server.js';
+import type { DistributionTracker } from '../controllers/config-status/distribution.js';
 import { HttpService } from '../server/http.js';
 import { formatListen } from '../server/listen.js';
 import { getBuildInfo } from '../version/build-info.js';
@@ -40,6 +44,8 @@ export interface RunningDaemon {
   readonly identity: IdentitySide;
   readonly httpPort?: number;
   readonly monitoringPort: number;
+  /** The ControlZ port, when ControlZ listens (see DaemonConfig.ctrlz). */
+  readonly ctrlzPort?: number;
   readonly metrics: Metrics;
   readonly ads: DiscoveryServer;
   readonly model: MeshModel;
@@ -153,7 +159,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     new Set(cfg.xdsCache.cds ? [] : ['cds']),
   );
   // Filled in once the controllers exist (they need the model, which the ADS server feeds from).
-  const late: { controllers?: DaemonControllers } = {};
+  const late: { controllers?: DaemonControllers; debug?: DebugHandler } = {};
   const ads = new DiscoveryServer({
     model: () => model.current(),
     generatorsFor,
@@ -162,6 +168,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     metrics,
     log: logs.ads,
     options: { ...cfg.ads, controlPlaneId: cfg.podName || `meshd-${process.pid}` },
+    debug: (typeUrl, caller) => late.debug?.(typeUrl, caller) ?? { code: grpc.status.UNAVAILABLE, message: 'the daemon is starting' },
     observer: {
       connected: (proxy) => late.controllers?.workloadEntries?.connected(proxy),
       disconnected: (proxy) => {
@@ -194,6 +201,20 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   late.controllers = controllers;
   await controllers?.start();
 
+  // Debug views, served over HTTP (ENABLE_DEBUG_ON_HTTP) and over the xDS debug channel.
+  const controlPlaneId = cfg.podName || `meshd-${process.pid}`;
+  const debugDeps: DebugDeps = {
+    ads,
+    model,
+    store,
+    generatorsFor,
+    cache,
+    settings: cfg.generator,
+    identity: controlPlaneId,
+    distribution: controllers?.distribution && cfg.ads.distributionTracking ? distributionLookup(controllers.distribution) : undefined,
+  };
+  late.debug = xdsDebugHandler(debugViews(debugDeps), cfg.namespace);
+
   const serverOptions: grpc.ServerOptions = {
     'grpc.max_concurrent_streams': cfg.grpcMaxStreams,
     'grpc.max_receive_message_length': cfg.grpcMaxRecvMsgSize,
@@ -220,14 +241,15 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   let httpPort: number | undefined;
   if (cfg.debugOnHttp) {
     debug = new HttpService('debug').route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }));
-    registerDebug(debug, { ads, model, store, kinds: CONFIG_KINDS.map((k) => k.kind), generatorsFor, cache, settings: cfg.generator });
+    registerDebug(debug, debugDeps);
     httpPort = await debug.listen(cfg.httpAddr);
   }
+  const ctrlz = cfg.ctrlz ? await startControlZ(cfg, metrics, logs) : undefined;
 
   ready = true;
   metrics.startupDuration.set((Date.now() - startedAt) / 1000);
   logs.main.info(
-    { grpc: grpcPort, secureGrpc: secure?.port, ca: identity.caSource, monitoring: monitoringPort, http: httpPort, services: model.current().push.services.length, registries: cfg.registries },
+    { grpc: grpcPort, secureGrpc: secure?.port, ca: identity.caSource, monitoring: monitoringPort, http: httpPort, ctrlz: ctrlz?.port, services: model.current().push.services.length, registries: cfg.registries },
     'mesh-discovery ready',
   );
 
@@ -255,12 +277,46 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       server.forceShutdown();
       secure?.server.forceShutdown();
       identity.stop();
-      await Promise.all([monitoring.close(), debug?.close()]);
+      await Promise.all([monitoring.close(), debug?.close(), ctrlz?.controlz.close()]);
     })();
     return stopping;
   };
 
-  return { grpcPort, secureGrpcPort: secure?.port, identity, httpPort, monitoringPort, metrics, ads, model, meshNetworks: () => meshSources.networks.current(), stop };
+  return { grpcPort, secureGrpcPort: secure?.port, identity, httpPort, monitoringPort, ctrlzPort: ctrlz?.port, metrics, ads, model, meshNetworks: () => meshSources.networks.current(), stop };
+}
+
+/** The distribution tracker as the debug views read it. */
+function distributionLookup(tracker: DistributionTracker): DistributionLookup {
+  return {
+    proxies: () => tracker.proxyCount(),
+    all: () => tracker.report().configs,
+    status: (ref) => {
+      const entry = tracker.report().configs[ref];
+      return entry ? { generation: entry[0], upToDate: entry[1] } : undefined;
+    },
+  };
+}
+
+/**
+ * ControlZ on `--ctrlz_address`:`--ctrlz_port` (src/server/controlz.ts), with `/debug/pprof/` under
+ * `--profile`. A listener that cannot open (the port taken by another daemon on the host) is logged
+ * and the daemon runs on without it: introspection is never a reason to stop serving proxies.
+ */
+async function startControlZ(cfg: DaemonConfig, metrics: Metrics, logs: DaemonLoggers): Promise<{ controlz: ControlZ; port: number } | undefined> {
+  const addr = cfg.ctrlz!;
+  const controlz = createControlZ(
+    { metrics: async () => ({ contentType: metrics.registry.contentType, text: await metrics.registry.metrics() }), profile: cfg.profile ?? false },
+    addr.host,
+  );
+  try {
+    const port = await controlz.http.listen({ host: addr.host, port: addr.port });
+    logs.main.info({ address: `${addr.host || '*'}:${port}`, profile: cfg.profile ?? false }, 'ControlZ listening');
+    return { controlz, port };
+  } catch (err) {
+    await controlz.close();
+    logs.main.error({ address: `${addr.host || '*'}:${addr.port}`, err: (err as Error).message }, 'ControlZ could not listen; running without it');
+    return undefined;
+  }
 }
 
 /**

@@ -57,10 +57,56 @@ export const MESHCTL_EXAMPLES: ExampleTable = {
     ex('Report as JSON, leaving out one finding', 'meshctl analyze -A -o json -S "MESH0102=VirtualService reviews-route.shop"'),
     ex('List the analyzers and the codes they report', 'meshctl analyze -L'),
   ],
+  admin: [ex('List the log scopes of every meshd and their levels', 'meshctl admin log')],
+  'admin log': [
+    ex('List the log scopes of every meshd and their levels', 'meshctl admin log'),
+    ex('Turn on debug logs of the ADS server in one meshd pod', 'meshctl admin log meshd-7d9f8c6b5-x2k4p --level ads:debug'),
+    ex('Log stack traces from errors of the model scope, in every meshd of revision canary', 'meshctl admin log -l app=meshd,mesh.io/rev=canary --stack-trace-level model:error'),
+    ex('Put every scope back to info, and show the result as JSON', 'meshctl admin log --reset -o json'),
+  ],
   ...completionExamples('meshctl'),
+  dashboard: [ex('Open the ControlZ page of a meshd pod', 'meshctl dashboard controlz deployment/meshd')],
+  'dashboard controlz': [
+    ex('Open the ControlZ page of a meshd pod of the mesh namespace', 'meshctl dashboard controlz deployment/meshd'),
+    ex('Print the URL only, on a fixed local port', 'meshctl dashboard controlz meshd-7d9f8c6b5-x2k4p -p 9876 --browser=false'),
+    ex('The first meshd pod of revision canary', 'meshctl d controlz -l app=meshd,mesh.io/rev=canary'),
+  ],
+  'dashboard proxy': [
+    ex('Open the admin UI of a proxy', 'meshctl dashboard proxy reviews-v1-5c7b8d.shop'),
+    ex('The first proxy of app reviews, listening on every address', 'meshctl dashboard proxy -n shop -l app=reviews --address 0.0.0.0'),
+  ],
   experimental: [
     ex('Check that the cluster meets the installation requirements', 'meshctl x precheck'),
     ex('List the installed revisions', 'meshctl x revision list'),
+  ],
+  'experimental config': [ex('List meshctl\'s settings and where each comes from', 'meshctl x config list')],
+  'experimental config list': [
+    ex('List meshctl\'s settings and where each comes from', 'meshctl x config list'),
+    ex('The same as JSON', 'meshctl x config list -o json'),
+  ],
+  'experimental create-remote-secret': [
+    ex('Let the meshd of cluster east read this cluster (apply the Secret there)', 'meshctl x create-remote-secret --name west --create-service-account | kubectl apply -f - --context=east'),
+    ex('Give the API server address the other cluster reaches', 'meshctl x create-remote-secret --name west --server https://west.example:6443'),
+  ],
+  'experimental internal-debug': [
+    ex('The sync state of every proxy, from one meshd', 'meshctl x internal-debug syncz'),
+    ex('The same from every meshd replica', 'meshctl x internal-debug syncz --all'),
+    ex('What meshd holds for one proxy, in the shape of a proxy\'s config dump', "meshctl x internal-debug 'config_dump?proxyID=reviews-v1-5c7b8d.shop&format=envoy'"),
+    ex('Ask one meshd directly over plain-text xDS (a port-forward to 15010)', 'meshctl x internal-debug version --xds-address localhost:15010 --plaintext'),
+  ],
+  'experimental proxy-status': [
+    ex('The sync state of every proxy, from every meshd', 'meshctl x proxy-status'),
+    ex('Compare what meshd would send a proxy with what it holds', 'meshctl x proxy-status reviews-v1-5c7b8d.shop'),
+    ex('Ask meshd with the mesh\'s certificates, without the API server', 'meshctl x proxy-status --xds-address meshd.mesh-system.svc:15012 --cert-dir ./certs'),
+  ],
+  'experimental version': [
+    ex('The client version and the version of every meshd', 'meshctl x version'),
+    ex('The client version only, as JSON', 'meshctl x version --remote=false -o json'),
+  ],
+  'experimental wait': [
+    ex('Wait until every proxy that needs it holds the latest VirtualService reviews', 'meshctl x wait vs reviews.shop'),
+    ex('Wait up to two minutes for 90 % of the proxies to hold generation 4 of a DestinationRule', 'meshctl x wait dr reviews.shop --generation 4 --threshold 0.9 --timeout 2m'),
+    ex('Wait until the proxies no longer hold a deleted Gateway', 'meshctl x wait gw public.mesh-system --for delete'),
   ],
   'experimental precheck': [
     ex('Check the cluster before installing', 'meshctl x precheck'),
@@ -111,6 +157,39 @@ export const MESHCTL_EXAMPLES: ExampleTable = {
   'operator remove': [
     ex('Remove the operator controller', 'meshctl operator remove'),
     ex('Remove it although MeshOperator resources remain', 'meshctl operator remove --force'),
+  ],
+  'proxy-config': [ex('The clusters of one proxy', 'meshctl proxy-config cluster reviews-v1-5c7b8d.shop')],
+  'proxy-config all': [
+    ex('Clusters, listeners, routes and endpoints of a proxy', 'meshctl proxy-config all reviews-v1-5c7b8d.shop'),
+    ex('The same from a saved config dump, as JSON', 'meshctl proxy-config all -f config_dump.json -o json'),
+  ],
+  'proxy-config bootstrap': [ex('The node a proxy announced to meshd', 'meshctl proxy-config bootstrap deployment/reviews-v1.shop')],
+  'proxy-config cluster': [
+    ex('The clusters of a proxy', 'meshctl proxy-config cluster reviews-v1-5c7b8d.shop'),
+    ex('Outbound clusters of one service on port 9080', 'meshctl proxy-config cluster reviews-v1-5c7b8d.shop --fqdn ratings.shop.svc.cluster.local --port 9080 --direction outbound'),
+  ],
+  'proxy-config endpoint': [
+    ex('The endpoints of a proxy', 'meshctl proxy-config endpoint reviews-v1-5c7b8d.shop'),
+    ex('Unhealthy endpoints of one cluster', 'meshctl proxy-config endpoint reviews-v1-5c7b8d.shop --cluster "outbound|9080||ratings.shop.svc.cluster.local" --status UNHEALTHY'),
+  ],
+  'proxy-config listener': [
+    ex('The listeners of a proxy', 'meshctl proxy-config listener reviews-v1-5c7b8d.shop'),
+    ex('HTTP listeners on port 9080, with their names', 'meshctl proxy-config listener reviews-v1-5c7b8d.shop --port 9080 --type HTTP --verbose'),
+  ],
+  'proxy-config log': [
+    ex('The log levels of a proxy', 'meshctl proxy-config log reviews-v1-5c7b8d.shop'),
+    ex('Debug logs of the connection manager in every proxy of app reviews', 'meshctl proxy-config log -n shop -l app=reviews --level http:debug'),
+    ex('Put every logger back to warning', 'meshctl proxy-config log reviews-v1-5c7b8d.shop --reset'),
+  ],
+  'proxy-config route': [
+    ex('The routes of a proxy', 'meshctl proxy-config route reviews-v1-5c7b8d.shop'),
+    ex('One route configuration, with its matches', 'meshctl proxy-config route reviews-v1-5c7b8d.shop --name 9080 --verbose'),
+  ],
+  'proxy-config secret': [ex('The certificates a gateway serves (never its private keys)', 'meshctl proxy-config secret deployment/mesh-ingressgateway.mesh-system')],
+  'proxy-status': [
+    ex('The sync state of every proxy, from every meshd', 'meshctl proxy-status'),
+    ex('Compare what meshd would send a proxy with what it holds', 'meshctl proxy-status reviews-v1-5c7b8d.shop'),
+    ex('Compare with a config dump saved earlier', 'meshctl proxy-status reviews-v1-5c7b8d.shop -f config_dump.json'),
   ],
   options: [ex('Show the global flags, the variables and the settings in effect', 'meshctl options')],
   profile: [ex('List the profiles', 'meshctl profile list')],

@@ -151,13 +151,14 @@ let options: LogOptions = DEFAULT_LOG_OPTIONS;
 let outputs: Output[] = [processOutput(process.stdout)];
 let closing: Promise<unknown> = Promise.resolve();
 let outputLevels: ScopeLevels = options.outputLevels;
+let stackLevels: ScopeLevels = options.stacktraceLevels;
 const scopeStates = new Map<LoggerScope, ScopeState>();
 const loggers = new Map<LoggerScope, ScopedLogger>();
 
 function applyLevels(): void {
   for (const scope of LOGGER_SCOPES) {
     scopeStates.set(scope, {
-      stackFrom: LEVEL_VALUE[levelOf(options.stacktraceLevels, scope)],
+      stackFrom: LEVEL_VALUE[levelOf(stackLevels, scope)],
       caller: options.callerScopes.has(scope),
     });
   }
@@ -281,6 +282,7 @@ export function configureLogging(next: LogOptions = DEFAULT_LOG_OPTIONS): void {
   outputs = opened;
   options = next;
   outputLevels = next.outputLevels;
+  stackLevels = next.stacktraceLevels;
   applyLevels();
   closing = Promise.all([closing, ...previous.map((o) => o.close())]);
 }
@@ -290,18 +292,40 @@ export function configureLogging(next: LogOptions = DEFAULT_LOG_OPTIONS): void {
  * has none of its own; `all` sets every scope. Throws `ConfigError` for an unknown scope or level.
  */
 export function setScopeLevel(scope: string, level: string): void {
+  outputLevels = withLevel(outputLevels, scope, level);
+  applyLevels();
+}
+
+/** Changes the level from which a scope's entries carry a stack, as `setScopeLevel` does the output level. */
+export function setScopeStackTraceLevel(scope: string, level: string): void {
+  stackLevels = withLevel(stackLevels, scope, level);
+  applyLevels();
+}
+
+function withLevel(levels: ScopeLevels, scope: string, level: string): ScopeLevels {
   if (!isLogScope(scope)) throw new ConfigError(`unknown log scope ${JSON.stringify(scope)}`);
   if (!isLogLevel(level)) throw new ConfigError(`unknown log level ${JSON.stringify(level)}`);
   const name: LogScopeName = scope;
-  if (name === 'all') outputLevels = { fallback: level, scopes: {} };
-  else if (name === 'default') outputLevels = { fallback: level, scopes: outputLevels.scopes };
-  else outputLevels = { fallback: outputLevels.fallback, scopes: { ...outputLevels.scopes, [name]: level } };
+  if (name === 'all') return { fallback: level, scopes: {} };
+  if (name === 'default') return { fallback: level, scopes: levels.scopes };
+  return { fallback: levels.fallback, scopes: { ...levels.scopes, [name]: level } };
+}
+
+/** Every scope back to the defaults of the flags: output level `info`, no stack traces. */
+export function resetScopeLevels(): void {
+  outputLevels = DEFAULT_LOG_OPTIONS.outputLevels;
+  stackLevels = DEFAULT_LOG_OPTIONS.stacktraceLevels;
   applyLevels();
 }
 
 /** The current output level of every scope. */
 export function scopeLevels(): Record<LoggerScope, LogLevel> {
   return Object.fromEntries(LOGGER_SCOPES.map((s) => [s, levelOf(outputLevels, s)])) as Record<LoggerScope, LogLevel>;
+}
+
+/** The current stack-trace level of every scope. */
+export function scopeStackTraceLevels(): Record<LoggerScope, LogLevel> {
+  return Object.fromEntries(LOGGER_SCOPES.map((s) => [s, levelOf(stackLevels, s)])) as Record<LoggerScope, LogLevel>;
 }
 
 /** Resolves once everything logged so far has been handed to the operating system. */
@@ -315,6 +339,7 @@ export async function closeLogging(): Promise<void> {
   outputs = [processOutput(process.stdout)];
   options = DEFAULT_LOG_OPTIONS;
   outputLevels = options.outputLevels;
+  stackLevels = options.stacktraceLevels;
   applyLevels();
   await Promise.all([closing, ...current.map((o) => o.close())]);
 }

@@ -6,6 +6,8 @@ export type Handler = (req: IncomingMessage, url: URL, body: string) => Promise<
 export interface HttpReply {
   readonly status?: number;
   readonly contentType?: string;
+  /** More response headers (content-disposition, cache-control …). */
+  readonly headers?: Readonly<Record<string, string>>;
   readonly body: string | Buffer | object;
 }
 
@@ -62,6 +64,6 @@ export class HttpService {
 function send(res: ServerResponse, reply: HttpReply): void {
   const isText = typeof reply.body === 'string' || Buffer.isBuffer(reply.body);
   const payload = isText ? (reply.body as string | Buffer) : JSON.stringify(reply.body, null, 2) + '\n';
-  res.writeHead(reply.status ?? 200, { 'content-type': reply.contentType ?? (isText ? 'text/plain; charset=utf-8' : 'application/json') });
+  res.writeHead(reply.status ?? 200, { ...reply.headers, 'content-type': reply.contentType ?? (isText ? 'text/plain; charset=utf-8' : 'application/json') });
   res.end(payload);
 }

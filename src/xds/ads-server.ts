@@ -63,7 +63,28 @@ export interface AdsDeps {
    * logged; they never affect the stream.
    */
   readonly observer?: AdsObserver;
+  /**
+   * Answers debug type requests (`mesh.io/debug/<endpoint>[?query]`, DEBUG_TYPE_PREFIX) on streams
+   * of their own; absent: such requests are ignored like any unknown type. The transport only
+   * carries them: what is shown, and to whom, is the handler's (src/server/xds-debug.ts).
+   */
+  readonly debug?: DebugHandler;
 }
+
+/** Type URLs of the xDS debug channel start with this (docs/spec/CONVENTIONS.md). */
+export const DEBUG_TYPE_PREFIX = 'mesh.io/debug/';
+
+/** Who asks on a debug stream: what the port's authorizer said, and where the stream comes from. */
+export interface DebugCaller {
+  /** The authenticated identity (a SPIFFE id); absent when the port does not authenticate. */
+  readonly identity?: string;
+  readonly peer: string;
+}
+
+/** Encoded `Any` resources of the answer, or the gRPC status that ends the stream. */
+export type DebugAnswer = { readonly resources: ReadonlyArray<Uint8Array> } | { readonly code: grpc.status; readonly message: string };
+
+export type DebugHandler = (typeUrl: string, caller: DebugCaller) => Promise<DebugAnswer> | DebugAnswer;
 
 /**
  * Told about proxies' streams and acknowledgements. Its failures are logged; they never affect the
@@ -200,6 +221,7 @@ export class DiscoveryServer {
     }
     const log = this.deps.log;
     let conn: Connection | undefined;
+    let debugCaller: DebugCaller | undefined;
     let chain: Promise<void> = Promise.resolve();
     let ended = false;
     const out = frameWriter(call, { allowDirect: this.deps.options.directWrites !== false });
@@ -245,6 +267,13 @@ export class DiscoveryServer {
         .then(async () => {
           if (ended) return;
           if (sotw instanceof StreamError) throw sotw;
+          if (sotw && this.deps.debug && sotw.typeUrl.startsWith(DEBUG_TYPE_PREFIX)) {
+            if (conn) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'debug types are served on a stream of their own, not on a proxy\'s stream');
+            debugCaller ??= await this.acceptDebug(call, sotw.node, authorize);
+            if (!ended) await this.answerDebug(writer, debugCaller, sotw.typeUrl);
+            return;
+          }
+          if (debugCaller) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'a debug stream carries debug types only');
           if (!conn) {
             const accepted = await this.accept(call, sotw ? sotw.node : this.decodeDelta(deltaRaw!).node, delta, writer, authorize);
             if (ended) return;
@@ -308,6 +337,19 @@ export class DiscoveryServer {
     const decision = authorize ? await authorize(call, proxy) : { allowed: true as const };
     if (!decision.allowed) throw new StreamError(decision.code, decision.message);
     return new Connection(proxy, call.getPeer(), delta, writer, decision.identity);
+  }
+
+  /** A debug stream: authorized like a proxy's (same node rules, same port authorizer), never registered. */
+  private async acceptDebug(call: DuplexCall, node: Node | undefined, authorize: StreamAuthorizer | undefined): Promise<DebugCaller> {
+    const conn = await this.accept(call, node, false, { direct: false, write: () => Promise.resolve(), close: () => undefined }, authorize);
+    return { identity: conn.identity, peer: conn.peer };
+  }
+
+  private async answerDebug(writer: ResponseWriter, caller: DebugCaller, typeUrl: string): Promise<void> {
+    const answer = await this.deps.debug!(typeUrl, caller);
+    if ('code' in answer) throw new StreamError(answer.code, answer.message);
+    const nonce = (++this.nonceCounter).toString(36);
+    await writer.write(frameDiscoveryResponse(nonce, typeUrl, nonce, answer.resources, this.controlPlane));
   }
 
   private register(conn: Connection): Connection {

@@ -42,6 +42,8 @@ export interface Daemon {
   readonly httpAddr: string;
   /** `127.0.0.1:<port>` of the monitoring listener (`/ready`, `/metrics`). */
   readonly monitoringAddr: string;
+  /** `127.0.0.1:<port>` of ControlZ (`--ctrlz_port`; an `--ctrlz_*` of `args` comes later and wins). */
+  readonly ctrlzAddr: string;
   /** Everything the daemon wrote to stdout and stderr so far (bounded to the last few MiB). */
   logs(): string;
   /** Whether the process is still running. */
@@ -122,7 +124,7 @@ export async function startDaemon(options: StartDaemonOptions = {}): Promise<Dae
 class PortClashError extends DaemonStartError {}
 
 async function startOnce(options: StartDaemonOptions): Promise<Daemon> {
-  const [grpcPort, httpPort, monitoringPort] = await distinctFreePorts(3);
+  const [grpcPort, httpPort, monitoringPort, ctrlzPort] = await distinctFreePorts(4);
   const grpcAddr = `127.0.0.1:${grpcPort}`;
   const httpAddr = `127.0.0.1:${httpPort}`;
   const monitoringAddr = `127.0.0.1:${monitoringPort}`;
@@ -143,6 +145,10 @@ async function startOnce(options: StartDaemonOptions): Promise<Daemon> {
     monitoringAddr,
     '--meshConfig',
     meshConfig,
+    '--ctrlz_address',
+    '127.0.0.1',
+    '--ctrlz_port',
+    String(ctrlzPort),
     '--shutdownDuration',
     options.shutdownDuration ?? '1s',
     ...(options.args ?? []),
@@ -208,6 +214,7 @@ async function startOnce(options: StartDaemonOptions): Promise<Daemon> {
     grpcAddr,
     httpAddr,
     monitoringAddr,
+    ctrlzAddr: `127.0.0.1:${ctrlzPort}`,
     logs: () => log,
     running: () => exitCode === undefined,
     metrics: async () => {

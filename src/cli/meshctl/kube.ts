@@ -30,14 +30,17 @@ export async function withKubeClient<T>(makeClient: ClientFactory, fn: (client: 
   try {
     return await fn(client);
   } catch (err) {
-    if (err instanceof KubeApiError) throw new CliError(`${err.reason}: ${err.apiMessage} (${err.method} ${err.path})`);
-    if (NETWORK_CODES.has((err as NodeJS.ErrnoException).code ?? '')) {
-      throw new CliError(`cannot reach the Kubernetes API server ${client.server}: ${(err as Error).message}`);
-    }
-    throw err;
+    throw asUserError(err, client.server);
   } finally {
     client.close();
   }
+}
+
+/** An API error or an unreachable API server `server` as a CliError; anything else as it is. */
+export function asUserError(err: unknown, server: string): unknown {
+  if (err instanceof KubeApiError) return new CliError(`${err.reason}: ${err.apiMessage} (${err.method} ${err.path})`);
+  if (NETWORK_CODES.has((err as NodeJS.ErrnoException).code ?? '')) return new CliError(`cannot reach the Kubernetes API server ${server}: ${(err as Error).message}`);
+  return err;
 }
 
 export async function kubeClientFor(

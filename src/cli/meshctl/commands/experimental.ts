@@ -5,12 +5,15 @@
  */
 import type { Command } from 'commander';
 import type { Cli } from '../../runner.js';
+import { register as createRemoteSecret } from './create-remote-secret.js';
 import { register as precheck } from './precheck.js';
+import { registerExperimental as proxyStatus } from './proxy-status.js';
+import { register as xDebug } from './x-debug.js';
 import { register as revision } from './revision.js';
 import { register as uninstall } from './uninstall.js';
 import type { RegisterCommand } from './index.js';
 
-export const EXPERIMENTAL_COMMANDS: readonly RegisterCommand[] = [precheck, revision, uninstall];
+export const EXPERIMENTAL_COMMANDS: readonly RegisterCommand[] = [createRemoteSecret, precheck, proxyStatus, revision, uninstall, xDebug];
 
 export function register(program: Command, cli: Cli): Command {
   const x = program.command('experimental').alias('x').description('Experimental commands that may be modified or deprecated.');

@@ -5,14 +5,18 @@
  */
 import type { Command } from 'commander';
 import type { Cli } from '../../runner.js';
+import { register as admin } from './admin.js';
 import { register as analyze } from './analyze.js';
 import { register as completion } from './completion.js';
+import { register as dashboard } from './dashboard.js';
 import { register as experimental } from './experimental.js';
 import { register as install } from './install.js';
 import { register as manifest } from './manifest.js';
 import { register as operator } from './operator.js';
 import { register as options } from './options.js';
 import { register as profile } from './profile.js';
+import { register as proxyConfig } from './proxy-config.js';
+import { register as proxyStatus } from './proxy-status.js';
 import { register as tag } from './tag.js';
 import { register as upgrade } from './upgrade.js';
 import { register as validate } from './validate.js';
@@ -21,4 +25,4 @@ import { register as version } from './version.js';
 
 export type RegisterCommand = (program: Command, cli: Cli) => Command;
 
-export const COMMANDS: readonly RegisterCommand[] = [analyze, completion, experimental, install, manifest, operator, options, profile, tag, upgrade, validate, verifyInstall, version];
+export const COMMANDS: readonly RegisterCommand[] = [admin, analyze, completion, dashboard, experimental, install, manifest, operator, options, profile, proxyConfig, proxyStatus, tag, upgrade, validate, verifyInstall, version];

@@ -1,0 +1,60 @@
+/**
+ * The xDS debug channel (docs/adr/0060): a request of type `mesh.io/debug/<view>[?query]` on the ADS
+ * stream is answered with one resource, a `google.protobuf.StringValue` holding the view's JSON
+ * (debug-views.ts), so meshctl reaches every daemon replica on its xDS port without port-forwarding.
+ *
+ * Who may ask: the stream passes the port's authorizer first, as a proxy's does (xds-auth.ts). Then
+ * an authenticated caller must be of the daemon's own namespace (the mesh namespace: operators and
+ * meshctl use its service accounts); an unauthenticated stream (a port without XDS_AUTH) is served
+ * only from a loopback peer, that is on the daemon's host or through a port-forward.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { StringValue } from '../gen/google/protobuf/wrappers.js';
+import { Any } from '../gen/google/protobuf/any.js';
+import { parseSpiffeId } from '../security/spiffe.js';
+import { DEBUG_TYPE_PREFIX, type DebugAnswer, type DebugCaller, type DebugHandler } from '../xds/ads-server.js';
+import type { DebugView } from './debug-views.js';
+
+export const DEBUG_RESOURCE_TYPE = 'type.googleapis.com/google.protobuf.StringValue';
+
+/** True for a gRPC peer string of a loopback address (`127.0.0.1:5000`, `[::1]:5000`, `ipv4:…`). */
+export function isLoopbackPeer(peer: string): boolean {
+  const p = peer.replace(/^ipv[46]:/, '');
+  const host = p.startsWith('[') ? p.slice(1, p.indexOf(']')) : p.slice(0, p.lastIndexOf(':') < 0 ? undefined : p.lastIndexOf(':'));
+  return host === '::1' || host.startsWith('127.') || host === 'localhost' || host.startsWith('::ffff:127.');
+}
+
+/** Why `caller` may not read debug views, or undefined when it may. */
+export function debugRefusal(caller: DebugCaller, namespace: string): string | undefined {
+  if (caller.identity === undefined) {
+    return isLoopbackPeer(caller.peer) ? undefined : `debug types need an authenticated caller of namespace ${namespace} on this port (or a loopback peer); ${caller.peer} is neither`;
+  }
+  const ns = parseSpiffeId(caller.identity)?.namespace;
+  return ns === namespace ? undefined : `${caller.identity} may not read the debug views: only identities of namespace ${namespace} may`;
+}
+
+function encodeJson(value: unknown): Uint8Array {
+  const inner = StringValue.encode({ value: JSON.stringify(value) }).finish();
+  return Any.encode({ typeUrl: DEBUG_RESOURCE_TYPE, value: Buffer.from(inner) }).finish();
+}
+
+const STATUS_CODES: Readonly<Record<number, grpc.status>> = { 400: grpc.status.INVALID_ARGUMENT, 404: grpc.status.NOT_FOUND, 403: grpc.status.PERMISSION_DENIED };
+
+/** The ADS server's debug handler over `views`, for a daemon of namespace `namespace`. */
+export function xdsDebugHandler(views: ReadonlyMap<string, DebugView>, namespace: string): DebugHandler {
+  return (typeUrl: string, caller: DebugCaller): DebugAnswer => {
+    const refusal = debugRefusal(caller, namespace);
+    if (refusal) return { code: grpc.status.PERMISSION_DENIED, message: refusal };
+    const rest = typeUrl.slice(DEBUG_TYPE_PREFIX.length);
+    const q = rest.indexOf('?');
+    const name = q < 0 ? rest : rest.slice(0, q);
+    const view = views.get(name);
+    if (!view) return { code: grpc.status.NOT_FOUND, message: `no debug view ${JSON.stringify(name)} (views: ${[...views.keys()].sort().join(', ')})` };
+    const reply = view(new URLSearchParams(q < 0 ? '' : rest.slice(q + 1)));
+    if (reply.status !== 200) {
+      const error = (reply.body as { error?: unknown }).error;
+      return { code: STATUS_CODES[reply.status] ?? grpc.status.UNKNOWN, message: typeof error === 'string' ? error : `debug view ${name} failed` };
+    }
+    return { resources: [encodeJson(reply.body)] };
+  };
+}
