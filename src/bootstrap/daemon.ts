@@ -29,11 +29,15 @@ import { createClusterSide, createRemoteClusters, type RemoteClustersSetup } fro
 import { createDaemonControllers, type DaemonControllers } from '../controllers/daemon-controllers.js';
 import { startGatewayApiSide, type GatewayApiSide, type GatewayApiSideInput } from '../config/gateway-api/daemon-side.js';
 import { bindSecurePort, startIdentity, type IdentitySide } from './identity.js';
+import { startWebhooks, type WebhookSide } from './webhooks.js';
+import { getLogger } from '../log/logger.js';
 
 export interface RunningDaemon {
   readonly grpcPort: number;
   /** The secured port (TLS: ADS and the certificate service), when it is open. */
   readonly secureGrpcPort?: number;
+  /** The webhook server's port (`--httpsAddr`), when it is open. */
+  readonly webhookPort?: number;
   /** Workload identity: the CA, the certificate service, the serving certificate. */
   readonly identity: IdentitySide;
   readonly httpPort?: number;
@@ -80,6 +84,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       configDir: cfg.configDir,
       trustDomain: () => meshSources.mesh.current().trustDomain,
       registry: metrics.registry,
+      webhooks: cfg.webhooks.addr !== null,
     });
   } catch (err) {
     await meshSources.stop();
@@ -171,6 +176,20 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   });
   model.onPush((req) => ads.push(req));
 
+  // The webhooks (--httpsAddr): injection and validation, with the serving certificate of the identity side.
+  let webhooks: WebhookSide | undefined;
+  try {
+    webhooks = identity.serving
+      ? await startWebhooks({ cfg, serving: identity.serving, client: cluster?.client, mesh: () => meshSources.mesh.current(), metrics, log: getLogger('validationServer') })
+      : undefined;
+  } catch (err) {
+    model.stop();
+    await cluster?.stop();
+    await meshSources.stop();
+    identity.stop();
+    throw err;
+  }
+
   // Everything that writes back to the cluster (src/controllers/daemon-controllers.ts).
   const controllers = cluster
     ? createDaemonControllers({
@@ -184,7 +203,10 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
         gatewayApi: gatewayApi?.source,
         meshConfig: { clusterLocalHosts: () => meshSources.mesh.current().clusterLocalHosts ?? [], onChange: (l) => meshSources.mesh.onChange(() => l()) },
         metrics,
-        logs: { status: logs.source, wle: logs.source, leader: logs.main },
+        logs: { status: logs.source, wle: logs.source, leader: logs.main, webhooks: getLogger('validationController') },
+        webhookCaBundle: webhooks
+          ? { source: webhooks.caBundle, mutatingName: cfg.webhooks.injectionConfigName, validatingName: cfg.webhooks.validationConfigName, revision: cfg.env.REVISION || 'default' }
+          : undefined,
       })
     : undefined;
   late.controllers = controllers;
@@ -223,7 +245,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   ready = true;
   metrics.startupDuration.set((Date.now() - startedAt) / 1000);
   logs.main.info(
-    { grpc: grpcPort, secureGrpc: secure?.port, ca: identity.caSource, monitoring: monitoringPort, http: httpPort, services: model.current().push.services.length, registries: cfg.registries },
+    { grpc: grpcPort, secureGrpc: secure?.port, webhooks: webhooks?.port, ca: identity.caSource, monitoring: monitoringPort, http: httpPort, services: model.current().push.services.length, registries: cfg.registries },
     'mesh-discovery ready',
   );
 
@@ -250,13 +272,14 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       ]);
       server.forceShutdown();
       secure?.server.forceShutdown();
+      await webhooks?.stop();
       identity.stop();
       await Promise.all([monitoring.close(), debug?.close()]);
     })();
     return stopping;
   };
 
-  return { grpcPort, secureGrpcPort: secure?.port, identity, httpPort, monitoringPort, metrics, ads, model, meshNetworks: () => meshSources.networks.current(), stop };
+  return { grpcPort, secureGrpcPort: secure?.port, webhookPort: webhooks?.port, identity, httpPort, monitoringPort, metrics, ads, model, meshNetworks: () => meshSources.networks.current(), stop };
 }
 
 /**

@@ -47,6 +47,8 @@ export interface IdentityInputs {
   readonly configDir?: string;
   readonly trustDomain: () => string;
   readonly registry: Registry;
+  /** The webhook server needs the serving certificate too (`--httpsAddr`). */
+  readonly webhooks?: boolean;
 }
 
 export interface IdentitySide {
@@ -176,7 +178,7 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
 
     // The secured port's serving certificate.
     let serving: ServingCertificate | undefined;
-    if (s.secureGrpcAddr && s.servingCert.kind !== 'none') {
+    if ((s.secureGrpcAddr || i.webhooks) && s.servingCert.kind !== 'none') {
       try {
         serving = await ServingCertificate.start({
           source: s.servingCert,

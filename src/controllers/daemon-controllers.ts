@@ -17,6 +17,7 @@
  *   gateway-api-status  gateway-api status (DISC_ENABLE_GATEWAY_API_STATUS) ./gateway-api-status/
  *   wle-cleanup         old auto-registered entries                         ./workload-entry/cleanup.ts
  *   mcs-autoexport      ServiceExports (ENABLE_MCS_AUTOEXPORT)              ./service-export/
+ *   webhook-ca-bundle   caBundle of the webhook configurations (--httpsAddr) ./webhook-ca-bundle/
  * Every daemon:
  *   distribution-report this daemon's distribution report                   ./config-status/
  *   wle                 its workloads' entries (auto-registration)          ./workload-entry/
@@ -42,6 +43,7 @@ import { Leadership } from './runtime/index.js';
 import { ServiceExportController } from './service-export/controller.js';
 import { WorkloadEntryCleanup } from './workload-entry/cleanup.js';
 import { WorkloadEntryController } from './workload-entry/controller.js';
+import { WebhookCaBundleController, type CaBundleSource } from './webhook-ca-bundle/controller.js';
 
 type EnvPart = Pick<
   DaemonEnv,
@@ -92,7 +94,9 @@ export interface DaemonControllersInput {
   /** With ENABLE_MCS_AUTOEXPORT: the mesh config's cluster-local hosts. */
   readonly meshConfig?: MeshConfigView;
   readonly metrics?: Metrics;
-  readonly logs?: { readonly status?: Logger; readonly wle?: Logger; readonly leader?: Logger };
+  readonly logs?: { readonly status?: Logger; readonly wle?: Logger; readonly leader?: Logger; readonly webhooks?: Logger };
+  /** With the webhook server: the bundle the webhook configurations need, and their names. */
+  readonly webhookCaBundle?: { readonly source: CaBundleSource; readonly mutatingName: string; readonly validatingName: string; readonly revision: string };
   /** Leader election timing (tests). */
   readonly lease?: { readonly leaseDurationMs?: number; readonly renewDeadlineMs?: number; readonly retryPeriodMs?: number };
 }
@@ -234,6 +238,23 @@ export function createDaemonControllers(input: DaemonControllersInput): DaemonCo
       await wle.start().catch((err: unknown) => input.logs?.wle?.warn({ err: String(err) }, 'wle: marking entries of the previous run failed'));
     });
     cleanups.push(() => wle.stop());
+  }
+
+  if (input.webhookCaBundle) {
+    const w = input.webhookCaBundle;
+    const m = input.metrics;
+    leadership.add(
+      new WebhookCaBundleController({
+        client,
+        source: w.source,
+        mutatingName: w.mutatingName,
+        validatingName: w.validatingName,
+        revision: w.revision,
+        metrics: m ? { load: m.webhookConfigLoad, loadError: m.webhookConfigLoadError, updates: m.webhookConfigUpdates, updateError: m.webhookConfigUpdateError } : undefined,
+        syncErrors,
+        log: input.logs?.webhooks,
+      }),
+    );
   }
 
   if (env.ENABLE_MCS_AUTOEXPORT && input.meshConfig) {

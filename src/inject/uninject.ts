@@ -82,7 +82,7 @@ export function uninjectPod(pod: Pod): Pod | undefined {
   for (const [k, v] of Object.entries(status.replacedAnnotations ?? {})) annotations[k] = v;
   const labels = { ...(pod.metadata?.labels ?? {}) };
   for (const k of status.labels) delete labels[k];
-  const metadata = { ...(pod.metadata ?? {}), annotations, labels };
+  const metadata: NonNullable<Pod['metadata']> = { ...(pod.metadata ?? {}), annotations, labels };
   if (Object.keys(annotations).length === 0) delete metadata.annotations;
   if (Object.keys(labels).length === 0) delete metadata.labels;
   return { ...pod, metadata, spec };
