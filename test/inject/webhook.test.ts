@@ -11,7 +11,7 @@ import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { KubeClient } from '../../src/kube/client.js';
+import { CONTENT_TYPE_JSON_PATCH, type KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { allObjects, renderManifests, type K8sObject } from '../../src/install/render/index.js';
 import { resolveSpec } from '../../src/install/resolve.js';
@@ -151,6 +151,19 @@ describe('the API server calls meshd over TLS', () => {
     const already = (await client.create(pod(enabledNs, 'already', { annotations: { 'sidecar.mesh.io/status': '{"containers":["mesh-proxy"]}' } }))) as Pod;
     expect(names(already)).toEqual(['app']);
     expect(await daemon!.metric('sidecar_injection_skip_total')).toBe(skipsBefore + 1);
+  }, 60_000);
+
+  it('writes the caBundle again when someone clears it', async () => {
+    const mutating = created.find((c) => c.kind === 'MutatingWebhookConfiguration')!;
+    const path = `/apis/${ADMISSION}/mutatingwebhookconfigurations/${mutating.name}`;
+    const before = (await client.get(mutating)) as KubeObject & { webhooks: Array<{ clientConfig: { caBundle?: string } }> };
+    const bundle = before.webhooks[0]?.clientConfig.caBundle;
+    expect(bundle).toBeTruthy();
+    await client.request({ method: 'PATCH', path, body: [{ op: 'remove', path: '/webhooks/0/clientConfig/caBundle' }], contentType: CONTENT_TYPE_JSON_PATCH });
+    await eventually('the caBundle restored', async () => {
+      const o = (await client.get(mutating)) as typeof before;
+      return o.webhooks[0]?.clientConfig.caBundle === bundle;
+    }, { timeoutMs: 30_000, retryErrors: true });
   }, 60_000);
 
   it('refuses an invalid VirtualService with the field named, and admits a valid one', async () => {
