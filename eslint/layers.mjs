@@ -21,9 +21,12 @@ export const LAYERS = [
   /* 3 */ ['registry', 'security'],
   // install is a library below the writers: the installation reconciler (src/controllers/installation)
   // and meshctl's commands call its engine; it imports nothing above model.
-  /* 4 */ ['xds', 'analysis', 'install'],
-  // every writer back to the cluster (src/controllers/<what>/, docs/adr/0030) and the HTTP servers
-  /* 5 */ ['server', 'controllers'],
+  // agent: the sidecar agent mesh-agent (bootstrap, certificates, SDS, capture rules), docs/adr/0071
+  /* 4 */ ['xds', 'analysis', 'install', 'agent'],
+  // every writer back to the cluster (src/controllers/<what>/, docs/adr/0030) and the HTTP servers;
+  // inject: the sidecar injector (templates, selection, patches), which the webhook server and
+  // meshctl call, docs/adr/0070
+  /* 5 */ ['server', 'controllers', 'inject'],
   // wires the daemon's and the operator's servers and controllers
   /* 6 */ ['bootstrap'],
   /* 7 */ ['cli'],

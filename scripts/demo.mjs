@@ -52,6 +52,8 @@ const daemon = spawn(
     '--meshConfig', join(root, 'examples/mesh.yaml'),
     '--grpcAddr', `127.0.0.1:${ports.grpc}`,
     '--secureGRPCAddr', `127.0.0.1:${ports.secureGrpc}`,
+    // no webhooks without a cluster to call them
+    '--httpsAddr', '',
     '--httpAddr', `127.0.0.1:${ports.http}`,
     '--monitoringAddr', `127.0.0.1:${ports.monitoring}`,
     '--shutdownDuration', '2s',

@@ -122,7 +122,7 @@ async function main(): Promise<void> {
   const daemon = spawn(
     process.execPath,
     [...(o.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), join(REPO_ROOT, 'dist', 'cli', 'mesh-discovery.js'), 'discovery', '--registries', 'Mock', '--configDir', configDir, '--meshConfig', '/nonexistent',
-      '--grpcAddr', `127.0.0.1:${grpc}`, '--secureGRPCAddr', `127.0.0.1:${secure}`, '--httpAddr', `127.0.0.1:${http}`, '--monitoringAddr', `127.0.0.1:${monitoring}`, '--log_output_level', 'default:warn,ca:warn,ads:warn,authn:warn'],
+      '--grpcAddr', `127.0.0.1:${grpc}`, '--secureGRPCAddr', `127.0.0.1:${secure}`, '--httpAddr', `127.0.0.1:${http}`, '--monitoringAddr', `127.0.0.1:${monitoring}`, '--httpsAddr', '', '--log_output_level', 'default:warn,ca:warn,ads:warn,authn:warn'],
     { env: { ...process.env, ...DAEMON_RUNTIME_ENV, ENABLE_CA_SERVER: 'true' }, stdio: ['ignore', 'ignore', 'inherit'] },
   );
   const children: ChildProcess[] = [daemon];

@@ -39,6 +39,19 @@ export interface DaemonConfig {
   readonly security: SecuritySettings;
   /** Start-up notes about the identity settings (logged). */
   readonly securityNotes?: ReadonlyArray<string>;
+  /**
+   * The webhook server (`--httpsAddr`): null when it is off (empty flag, or no serving certificate;
+   * a note says why). INJECT_ENABLED, the configurations whose caBundle meshd keeps, and the
+   * injection settings of the daemon's environment.
+   */
+  readonly webhooks: {
+    readonly addr: ListenAddress | null;
+    readonly injectEnabled: boolean;
+    readonly injectionConfigName: string;
+    readonly validationConfigName: string;
+    readonly probeLocalhost: boolean;
+    readonly legacyFsGroup: boolean;
+  };
   /** The environment as parsed, for the parts that read many variables (controllers). */
   readonly env: DaemonEnv;
   /** The Kubernetes side, used with `--registries Cluster`. */

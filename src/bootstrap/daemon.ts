@@ -34,12 +34,15 @@ import { createClusterSide, createRemoteClusters, type RemoteClustersSetup } fro
 import { createDaemonControllers, type DaemonControllers } from '../controllers/daemon-controllers.js';
 import { startGatewayApiSide, type GatewayApiSide, type GatewayApiSideInput } from '../config/gateway-api/daemon-side.js';
 import { bindSecurePort, startIdentity, type IdentitySide } from './identity.js';
+import { startWebhooks, type WebhookSide } from './webhooks.js';
 import { getLogger } from '../log/logger.js';
 
 export interface RunningDaemon {
   readonly grpcPort: number;
   /** The secured port (TLS: ADS and the certificate service), when it is open. */
   readonly secureGrpcPort?: number;
+  /** The webhook server's port (`--httpsAddr`), when it is open. */
+  readonly webhookPort?: number;
   /** Workload identity: the CA, the certificate service, the serving certificate. */
   readonly identity: IdentitySide;
   readonly httpPort?: number;
@@ -89,6 +92,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       trustDomain: () => meshSources.mesh.current().trustDomain,
       caMetrics,
       syncErrors: metrics.controllerSyncErrors,
+      webhooks: cfg.webhooks.addr !== null,
     });
   } catch (err) {
     await meshSources.stop();
@@ -181,6 +185,20 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   });
   model.onPush((req) => ads.push(req));
 
+  // The webhooks (--httpsAddr): injection and validation, with the serving certificate of the identity side.
+  let webhooks: WebhookSide | undefined;
+  try {
+    webhooks = identity.serving
+      ? await startWebhooks({ cfg, serving: identity.serving, client: cluster?.client, mesh: () => meshSources.mesh.current(), metrics, log: getLogger('validationServer') })
+      : undefined;
+  } catch (err) {
+    model.stop();
+    await cluster?.stop();
+    await meshSources.stop();
+    identity.stop();
+    throw err;
+  }
+
   // Everything that writes back to the cluster (src/controllers/daemon-controllers.ts).
   const controllers = cluster
     ? createDaemonControllers({
@@ -195,7 +213,10 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
         meshConfig: { clusterLocalHosts: () => meshSources.mesh.current().clusterLocalHosts ?? [], onChange: (l) => meshSources.mesh.onChange(() => l()) },
         trustBundle: identity.trustBundle,
         metrics,
-        logs: { status: logs.source, wle: logs.source, leader: logs.main, ca: getLogger('ca') },
+        logs: { status: logs.source, wle: logs.source, leader: logs.main, ca: getLogger('ca'), webhooks: getLogger('validationController') },
+        webhookCaBundle: webhooks
+          ? { source: webhooks.caBundle, mutatingName: cfg.webhooks.injectionConfigName, validatingName: cfg.webhooks.validationConfigName, revision: cfg.env.REVISION || 'default' }
+          : undefined,
       })
     : undefined;
   late.controllers = controllers;
@@ -249,7 +270,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   ready = true;
   metrics.startupDuration.set((Date.now() - startedAt) / 1000);
   logs.main.info(
-    { grpc: grpcPort, secureGrpc: secure?.port, ca: identity.caSource, monitoring: monitoringPort, http: httpPort, ctrlz: ctrlz?.port, services: model.current().push.services.length, registries: cfg.registries },
+    { grpc: grpcPort, secureGrpc: secure?.port, webhooks: webhooks?.port, ca: identity.caSource, monitoring: monitoringPort, http: httpPort, ctrlz: ctrlz?.port, services: model.current().push.services.length, registries: cfg.registries },
     'mesh-discovery ready',
   );
 
@@ -276,13 +297,14 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       ]);
       server.forceShutdown();
       secure?.server.forceShutdown();
+      await webhooks?.stop();
       identity.stop();
       await Promise.all([monitoring.close(), debug?.close(), ctrlz?.controlz.close()]);
     })();
     return stopping;
   };
 
-  return { grpcPort, secureGrpcPort: secure?.port, identity, httpPort, monitoringPort, ctrlzPort: ctrlz?.port, metrics, ads, model, meshNetworks: () => meshSources.networks.current(), stop };
+  return { grpcPort, secureGrpcPort: secure?.port, webhookPort: webhooks?.port, identity, httpPort, monitoringPort, ctrlzPort: ctrlz?.port, metrics, ads, model, meshNetworks: () => meshSources.networks.current(), stop };
 }
 
 /** The distribution tracker as the debug views read it. */

@@ -29,9 +29,20 @@ function securityFrom(o: DiscoveryOptions, env: DaemonEnv): { settings: Security
 /** Resolves parsed flags and environment into what the running daemon uses. */
 export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonConfig {
   const security = securityFrom(o, env);
+  const serving = security.settings.servingCert;
+  const webhookNotes: string[] = [];
+  if (o.httpsAddr && serving.kind === 'none') webhookNotes.push(`the webhook port ${o.httpsAddr.host}:${o.httpsAddr.port} (--httpsAddr) is not opened: it needs a serving certificate, and ${serving.why}`);
   return {
     security: security.settings,
-    securityNotes: security.notes,
+    securityNotes: [...security.notes, ...webhookNotes],
+    webhooks: {
+      addr: serving.kind === 'none' ? null : o.httpsAddr,
+      injectEnabled: env.INJECT_ENABLED,
+      injectionConfigName: env.INJECTION_WEBHOOK_CONFIG_NAME,
+      validationConfigName: env.VALIDATION_WEBHOOK_CONFIG_NAME,
+      probeLocalhost: env.REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION,
+      legacyFsGroup: env.ENABLE_LEGACY_FSGROUP_INJECTION,
+    },
     grpcAddr: required('--grpcAddr', o.grpcAddr),
     httpAddr: o.httpAddr ?? { host: '127.0.0.1', port: 8080 },
     monitoringAddr: required('--monitoringAddr', o.monitoringAddr),

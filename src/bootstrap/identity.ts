@@ -55,6 +55,8 @@ export interface IdentityInputs {
   readonly caMetrics: CaMetrics;
   /** controller_sync_errors_total, for the CA's controllers (root rotation). */
   readonly syncErrors?: SyncErrorCounter;
+  /** The webhook server needs the serving certificate too (`--httpsAddr`). */
+  readonly webhooks?: boolean;
 }
 
 export interface IdentitySide {
@@ -220,7 +222,7 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
 
     // The secured port's serving certificate.
     let serving: ServingCertificate | undefined;
-    if (s.secureGrpcAddr && s.servingCert.kind !== 'none') {
+    if ((s.secureGrpcAddr || i.webhooks) && s.servingCert.kind !== 'none') {
       try {
         serving = await ServingCertificate.start({
           source: s.servingCert,

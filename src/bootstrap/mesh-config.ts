@@ -31,6 +31,7 @@ export function meshSettingsFrom(mc: MeshConfig, base: { domain: string; cluster
     ...(mc.defaultProviders
       ? { defaultProviders: { tracing: mc.defaultProviders.tracing ?? [], metrics: mc.defaultProviders.metrics ?? [], accessLogging: mc.defaultProviders.accessLogging ?? [] } }
       : {}),
+    ...(mc.defaultConfig ? { proxyDefaults: mc.defaultConfig } : {}),
   });
 }
 

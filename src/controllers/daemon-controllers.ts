@@ -18,6 +18,7 @@
  *   wle-cleanup         old auto-registered entries                         ./workload-entry/cleanup.ts
  *   mcs-autoexport      ServiceExports (ENABLE_MCS_AUTOEXPORT)              ./service-export/
  *   ca-root-cert        `mesh-ca-root-cert` in every namespace (with a CA)  ./ca-root-cert/
+ *   webhook-ca-bundle   caBundle of the webhook configurations (--httpsAddr) ./webhook-ca-bundle/
  * Every daemon:
  *   distribution-report this daemon's distribution report                   ./config-status/
  *   wle                 its workloads' entries (auto-registration)          ./workload-entry/
@@ -44,6 +45,7 @@ import { Leadership } from './runtime/index.js';
 import { ServiceExportController } from './service-export/controller.js';
 import { WorkloadEntryCleanup } from './workload-entry/cleanup.js';
 import { WorkloadEntryController } from './workload-entry/controller.js';
+import { WebhookCaBundleController, type CaBundleSource } from './webhook-ca-bundle/controller.js';
 
 type EnvPart = Pick<
   DaemonEnv,
@@ -96,7 +98,9 @@ export interface DaemonControllersInput {
   /** With a CA (built-in or external): the trust bundle every namespace's `mesh-ca-root-cert` carries. */
   readonly trustBundle?: TrustBundleSource;
   readonly metrics?: Metrics;
-  readonly logs?: { readonly status?: Logger; readonly wle?: Logger; readonly leader?: Logger; readonly ca?: Logger };
+  readonly logs?: { readonly status?: Logger; readonly wle?: Logger; readonly leader?: Logger; readonly ca?: Logger; readonly webhooks?: Logger };
+  /** With the webhook server: the bundle the webhook configurations need, and their names. */
+  readonly webhookCaBundle?: { readonly source: CaBundleSource; readonly mutatingName: string; readonly validatingName: string; readonly revision: string };
   /** Leader election timing (tests). */
   readonly lease?: { readonly leaseDurationMs?: number; readonly renewDeadlineMs?: number; readonly retryPeriodMs?: number };
 }
@@ -238,6 +242,23 @@ export function createDaemonControllers(input: DaemonControllersInput): DaemonCo
       await wle.start().catch((err: unknown) => input.logs?.wle?.warn({ err: String(err) }, 'wle: marking entries of the previous run failed'));
     });
     cleanups.push(() => wle.stop());
+  }
+
+  if (input.webhookCaBundle) {
+    const w = input.webhookCaBundle;
+    const m = input.metrics;
+    leadership.add(
+      new WebhookCaBundleController({
+        client,
+        source: w.source,
+        mutatingName: w.mutatingName,
+        validatingName: w.validatingName,
+        revision: w.revision,
+        metrics: m ? { load: m.webhookConfigLoad, loadError: m.webhookConfigLoadError, updates: m.webhookConfigUpdates, updateError: m.webhookConfigUpdateError } : undefined,
+        syncErrors,
+        log: input.logs?.webhooks,
+      }),
+    );
   }
 
   if (env.ENABLE_MCS_AUTOEXPORT && input.meshConfig) {

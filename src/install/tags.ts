@@ -20,6 +20,7 @@ import type { KubeClient } from '../kube/client.js';
 import { isNotFound } from '../kube/errors.js';
 import type { KubeObject } from '../kube/types.js';
 import type { K8sObject } from './render/types.js';
+import { outsideSystemNamespaces } from './render/webhooks.js';
 import { DEFAULT_REVISION_LABEL_VALUE, INJECTION_NAMESPACE_LABEL, INJECT_POD_LABEL, REVISION_LABEL } from './labels.js';
 import { MESHCTL_FIELD_MANAGER, normalRevision } from './operator-names.js';
 
@@ -85,6 +86,8 @@ export function buildTagWebhook(tag: string, revision: string, source: WebhookCo
   const base: Record<string, unknown> = {};
   for (const f of COPIED_FIELDS) if (first[f] !== undefined) base[f] = structuredClone(first[f]);
   const rev = normalRevision(revision);
+  const service = (first.clientConfig as { service?: { namespace?: string } } | undefined)?.service;
+  const outside = outsideSystemNamespaces(service?.namespace ?? 'mesh-system');
   return {
     apiVersion: MWC_API_VERSION,
     kind: MWC_KIND,
@@ -96,13 +99,13 @@ export function buildTagWebhook(tag: string, revision: string, source: WebhookCo
       {
         name: 'rev.namespace.sidecar-injector.mesh.io',
         ...base,
-        namespaceSelector: { matchExpressions: [req(REVISION_LABEL, 'In', [tag]), req(INJECTION_NAMESPACE_LABEL, 'DoesNotExist')] },
+        namespaceSelector: { matchExpressions: [req(REVISION_LABEL, 'In', [tag]), req(INJECTION_NAMESPACE_LABEL, 'DoesNotExist'), outside] },
         objectSelector: { matchExpressions: [req(INJECT_POD_LABEL, 'NotIn', ['false'])] },
       },
       {
         name: 'rev.object.sidecar-injector.mesh.io',
         ...base,
-        namespaceSelector: { matchExpressions: [req(REVISION_LABEL, 'DoesNotExist'), req(INJECTION_NAMESPACE_LABEL, 'DoesNotExist')] },
+        namespaceSelector: { matchExpressions: [req(REVISION_LABEL, 'DoesNotExist'), req(INJECTION_NAMESPACE_LABEL, 'DoesNotExist'), outside] },
         objectSelector: { matchExpressions: [req(INJECT_POD_LABEL, 'NotIn', ['false']), req(REVISION_LABEL, 'In', [tag])] },
       },
     ],

@@ -57,6 +57,18 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     autoRegistrationUnregister: new Counter({ name: 'auto_registration_unregister_total', help: 'Unregistrations.', registers: r }),
     autoRegistrationDeletes: new Counter({ name: 'auto_registration_deletes_total', help: 'Auto-registrations cleaned up by the periodic timer.', registers: r }),
     autoRegistrationErrors: new Counter({ name: 'auto_registration_errors_total', help: 'Auto-registration errors.', registers: r }),
+    // The webhooks (src/server/webhooks.ts) and the webhook configurations they patch (src/controllers/webhook-ca-bundle/).
+    injectionRequests: new Counter({ name: 'sidecar_injection_requests_total', help: 'Injection requests.', registers: r }),
+    injectionSuccess: new Counter({ name: 'sidecar_injection_success_total', help: 'Successful injection requests.', registers: r }),
+    injectionSkip: new Counter({ name: 'sidecar_injection_skip_total', help: 'Skipped injection requests, by reason.', labelNames: ['reason'], registers: r }),
+    injectionFailure: new Counter({ name: 'sidecar_injection_failure_total', help: 'Failed injection requests, by reason (request, config, pod, internal).', labelNames: ['reason'], registers: r }),
+    validationPassed: new Counter({ name: 'cfg_validation_passed', help: 'Resources found valid.', labelNames: ['group', 'version', 'resource'], registers: r }),
+    validationFailed: new Counter({ name: 'cfg_validation_failed', help: 'Resource validations that failed.', labelNames: ['group', 'version', 'resource', 'reason'], registers: r }),
+    validationHttpError: new Counter({ name: 'cfg_validation_http_error', help: 'HTTP serve errors of validation.', labelNames: ['status'], registers: r }),
+    webhookConfigLoad: new Counter({ name: 'cfg_validation_config_load', help: 'Webhook configuration (re)loads.', registers: r }),
+    webhookConfigLoadError: new Counter({ name: 'cfg_validation_config_load_error', help: 'Webhook configuration (re)load errors.', registers: r }),
+    webhookConfigUpdates: new Counter({ name: 'cfg_validation_config_updates', help: 'Webhook configuration updates.', registers: r }),
+    webhookConfigUpdateError: new Counter({ name: 'cfg_validation_config_update_error', help: 'Webhook configuration update errors.', registers: r }),
   };
   return m;
 }

@@ -1,3 +1,5 @@
+import type { ProxyDefaults } from '../gen/config/schemas.js';
+
 /** The mesh-wide settings the model uses, resolved from the mesh config file and flags. */
 export interface MeshSettings {
   readonly rootNamespace: string;
@@ -16,6 +18,8 @@ export interface MeshSettings {
   readonly clusterLocalHosts?: ReadonlyArray<string>;
   /** Telemetry providers used where a Telemetry names none (`defaultProviders`); absent means none. */
   readonly defaultProviders?: { readonly tracing: ReadonlyArray<string>; readonly metrics: ReadonlyArray<string>; readonly accessLogging: ReadonlyArray<string> };
+  /** The proxies' defaults (`defaultConfig`), which the sidecar injector gives each proxy; absent means none. */
+  readonly proxyDefaults?: ProxyDefaults;
 }
 
 export const DEFAULT_MESH_SETTINGS: MeshSettings = Object.freeze({

@@ -54,6 +54,7 @@ export class ServingCertificate {
   private leafNotAfter = 0;
   private extraRootsPem = '';
   private unsubscribe: (() => void) | undefined;
+  private readonly listeners = new Set<() => void>();
 
   private constructor(
     private readonly o: ServingCertOptions,
@@ -70,7 +71,7 @@ export class ServingCertificate {
     if (first) {
       self.fileStamp = first.stamp;
       self.leafNotAfter = first.notAfter;
-      self.credentials.update({ keyPem: first.keyPem, certChainPem: first.certChainPem, clientRootsPem: self.clientRoots() });
+      self.update({ keyPem: first.keyPem, certChainPem: first.certChainPem, clientRootsPem: self.clientRoots() });
       self.scheduleFiles();
       self.unsubscribe = o.ca?.onChange(() => self.refreshRoots());
     } else {
@@ -90,7 +91,30 @@ export class ServingCertificate {
   /** Recomputes the client roots (after the foreign roots changed). */
   refreshRoots(): void {
     const m = this.credentials.current();
-    this.credentials.update({ ...m, clientRootsPem: this.clientRoots() });
+    this.update({ ...m, clientRootsPem: this.clientRoots() });
+  }
+
+  /**
+   * PEM of the roots a client needs to verify this serving certificate (the `caBundle` of the
+   * webhook configurations): the CA's trust bundle; with `--tlsCertFile`, `--caCertFile` when given,
+   * else the last certificate of the file's chain.
+   */
+  caBundle(): string {
+    if (this.o.source.kind !== 'files') return this.o.ownRoots().map((c) => c.pem).join('');
+    if (this.extraRootsPem) return this.extraRootsPem;
+    const chain = certificatesOf(this.credentials.current().certChainPem, `--tlsCertFile ${this.o.source.certFile}`);
+    return chain[chain.length - 1]?.pem ?? '';
+  }
+
+  /** Calls `listener` after the serving material changed (issued, renewed, reloaded, new roots). */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private update(m: ServingMaterial): void {
+    this.credentials.update(m);
+    for (const l of this.listeners) l();
   }
 
   stop(): void {
@@ -109,7 +133,7 @@ export class ServingCertificate {
     if (!ca) throw new ServingCertificateError('no CA to issue the serving certificate');
     const issued = await ca.issueKeyPair({ dnsNames: this.o.dnsNames }, this.o.ttlMs);
     this.leafNotAfter = issued.notAfter.getTime();
-    this.credentials.update({ keyPem: issued.keyPem, certChainPem: issued.certChainPem, clientRootsPem: this.clientRoots() });
+    this.update({ keyPem: issued.keyPem, certChainPem: issued.certChainPem, clientRootsPem: this.clientRoots() });
     this.o.log.info({ dnsNames: this.o.dnsNames, notAfter: issued.notAfter.toISOString() }, 'serving certificate issued by the mesh CA');
     if (this.timer) clearTimeout(this.timer);
     const lifetime = issued.notAfter.getTime() - Date.now();
@@ -183,7 +207,7 @@ export class ServingCertificate {
             this.fileStamp = next.stamp;
             this.leafNotAfter = next.notAfter;
             this.extraRootsPem = next.caPem;
-            this.credentials.update({ keyPem: next.keyPem, certChainPem: next.certChainPem, clientRootsPem: this.clientRoots() });
+            this.update({ keyPem: next.keyPem, certChainPem: next.certChainPem, clientRootsPem: this.clientRoots() });
             this.o.log.info({ certFile: src.certFile }, 'serving certificate reloaded from its files');
           } catch (err) {
             this.o.log.error({ err: (err as Error).message }, 'serving certificate files changed but cannot be used; keeping the last good ones');

@@ -170,7 +170,13 @@ describe('revisions', () => {
     expect(env).toEqual(expect.arrayContaining([{ name: 'REVISION', value: 'canary' }, { name: 'INJECTION_WEBHOOK_CONFIG_NAME', value: 'mesh-sidecar-injector-canary' }, { name: 'VALIDATION_WEBHOOK_CONFIG_NAME', value: '' }]));
     const hooks = find(ms, 'MutatingWebhookConfiguration', 'mesh-sidecar-injector-canary').webhooks as Array<{ name: string; namespaceSelector: unknown; clientConfig: { service: { name: string } } }>;
     expect(hooks.map((h) => h.name)).toEqual(['rev.namespace.sidecar-injector.mesh.io', 'rev.object.sidecar-injector.mesh.io']);
-    expect(hooks[0].namespaceSelector).toEqual({ matchExpressions: [{ key: 'mesh.io/rev', operator: 'In', values: ['canary'] }, { key: 'mesh-injection', operator: 'DoesNotExist' }] });
+    expect(hooks[0].namespaceSelector).toEqual({
+      matchExpressions: [
+        { key: 'mesh.io/rev', operator: 'In', values: ['canary'] },
+        { key: 'mesh-injection', operator: 'DoesNotExist' },
+        { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', 'kube-node-lease', 'mesh-system'] },
+      ],
+    });
     expect(hooks[0].clientConfig.service.name).toBe('meshd-canary');
     // "default" is the default revision: no suffix.
     expect(names(await render(['revision=default']), 'Deployment')).toEqual(['meshd', 'mesh-ingressgateway']);
@@ -210,14 +216,17 @@ describe('meshd', () => {
     expect(JSON.parse(injector.values).global).toMatchObject({ meshNamespace: 'mesh-x', proxyImage: expect.stringMatching(/^docker\.io\/meshproject\/proxy:/) });
   });
 
-  it('may read every config kind and update only its own webhook configurations', async () => {
+  it('may read every config kind, patch its validating configuration by name and the injector configurations (its own and its tags)', async () => {
     const ms = await render();
     const rules = find(ms, 'ClusterRole', 'meshd-clusterrole-mesh-system').rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>;
     for (const k of CONFIG_KINDS) {
       expect(rules.some((r) => r.apiGroups.includes(k.group) && r.resources.includes(k.plural) && r.verbs.includes('watch'))).toBe(true);
     }
     const webhookWrites = rules.filter((r) => r.apiGroups.includes('admissionregistration.k8s.io') && r.verbs.includes('patch'));
-    expect(webhookWrites.map((r) => r.resourceNames)).toEqual([['mesh-sidecar-injector'], ['mesh-mesh-system']]);
+    expect(webhookWrites.map((r) => [r.resources, r.resourceNames])).toEqual([
+      [['mutatingwebhookconfigurations'], undefined],
+      [['validatingwebhookconfigurations'], ['mesh-mesh-system']],
+    ]);
     expect(rules.some((r) => r.resources.includes('secrets'))).toBe(false); // secrets only in its namespace (Role)
     const role = find(ms, 'Role', 'meshd');
     expect(role.metadata.namespace).toBe('mesh-system');

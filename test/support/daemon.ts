@@ -44,6 +44,8 @@ export interface Daemon {
   readonly monitoringAddr: string;
   /** `127.0.0.1:<port>` of ControlZ (`--ctrlz_port`; an `--ctrlz_*` of `args` comes later and wins). */
   readonly ctrlzAddr: string;
+  /** `127.0.0.1:<port>` given as `--httpsAddr` (the webhook server; open only with a serving certificate). */
+  readonly httpsAddr: string;
   /** Everything the daemon wrote to stdout and stderr so far (bounded to the last few MiB). */
   logs(): string;
   /** Whether the process is still running. */
@@ -124,8 +126,11 @@ export async function startDaemon(options: StartDaemonOptions = {}): Promise<Dae
 class PortClashError extends DaemonStartError {}
 
 async function startOnce(options: StartDaemonOptions): Promise<Daemon> {
-  const [grpcPort, httpPort, monitoringPort, ctrlzPort] = await distinctFreePorts(4);
+  const [grpcPort, httpPort, monitoringPort, ctrlzPort, httpsPort] = await distinctFreePorts(5);
   const grpcAddr = `127.0.0.1:${grpcPort}`;
+  // Never the default :15017, which another daemon of the machine may hold; a test may give its own.
+  const own = options.args?.indexOf('--httpsAddr') ?? -1;
+  const httpsAddr = own >= 0 ? (options.args?.[own + 1] ?? '') : `127.0.0.1:${httpsPort}`;
   const httpAddr = `127.0.0.1:${httpPort}`;
   const monitoringAddr = `127.0.0.1:${monitoringPort}`;
   const registries = typeof options.registries === 'string' ? options.registries : (options.registries ?? ['Mock']).join(',');
@@ -143,6 +148,7 @@ async function startOnce(options: StartDaemonOptions): Promise<Daemon> {
     httpAddr,
     '--monitoringAddr',
     monitoringAddr,
+    ...(own >= 0 ? [] : ['--httpsAddr', httpsAddr]),
     '--meshConfig',
     meshConfig,
     '--ctrlz_address',
@@ -215,6 +221,7 @@ async function startOnce(options: StartDaemonOptions): Promise<Daemon> {
     httpAddr,
     monitoringAddr,
     ctrlzAddr: `127.0.0.1:${ctrlzPort}`,
+    httpsAddr,
     logs: () => log,
     running: () => exitCode === undefined,
     metrics: async () => {

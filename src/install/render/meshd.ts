@@ -240,7 +240,7 @@ function renderRbac(ctx: RenderContext, labels: Record<string, string>): K8sObje
   const rbac = 'rbac.authorization.k8s.io/v1';
   const sa = subject(MESHD_SERVICE_ACCOUNT, n.namespace);
   return [
-    { ...objectHead(ctx, COMPONENT, rbac, 'ClusterRole', n.clusterRole, { labels }), rules: meshdClusterRules({ mutating: injectorWebhookName(ctx), validating: validatingWebhookName(ctx) }, { clusterSigner: clusterSignerOf(meshdEnv(ctx)) }) },
+    { ...objectHead(ctx, COMPONENT, rbac, 'ClusterRole', n.clusterRole, { labels }), rules: meshdClusterRules({ validating: validatingWebhookName(ctx) }, { clusterSigner: clusterSignerOf(meshdEnv(ctx)) }) },
     {
       ...objectHead(ctx, COMPONENT, rbac, 'ClusterRoleBinding', n.clusterRole, { labels }),
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: n.clusterRole },

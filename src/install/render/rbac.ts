@@ -4,7 +4,8 @@
  *    WorkloadEntries are also written (auto-registration);
  *  - the service registry: pods, services, endpoints, endpoint slices, nodes, namespaces (read);
  *  - config maps everywhere: the root certificate map `mesh-ca-root-cert` goes into every namespace;
- *  - its own webhook configurations: read all, update only its own (CA bundle patching);
+ *  - webhook configurations: read all; patch the CA bundle of its validating configuration (by name)
+ *    and of its injector's and the revision tags' mutating configurations;
  *  - token and access reviews (CA and xDS authentication);
  *  - gateway-api kinds: read, and write their status;
  *  - in its own namespace only: secrets (`cacerts`, the self-signed CA) and leases (leader election);
@@ -37,7 +38,7 @@ const GATEWAY_API_RESOURCES = ['gatewayclasses', 'gateways', 'grpcroutes', 'http
  * signing through the Kubernetes CSR API needs: create, read and delete CertificateSigningRequests,
  * approve them, for that one signer only.
  */
-export function meshdClusterRules(webhookNames: { mutating: string; validating: string }, opts: { readonly clusterSigner?: string } = {}): PolicyRule[] {
+export function meshdClusterRules(webhookNames: { validating: string }, opts: { readonly clusterSigner?: string } = {}): PolicyRule[] {
   const rules: PolicyRule[] = [];
   for (const { group, plurals } of configResources()) {
     rules.push({ apiGroups: [group], resources: plurals, verbs: READ });
@@ -48,7 +49,9 @@ export function meshdClusterRules(webhookNames: { mutating: string; validating: 
   rules.push({ apiGroups: [''], resources: ['configmaps'], verbs: [...READ, 'create', 'update', 'patch'] });
   rules.push({ apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: READ });
   rules.push({ apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'], verbs: READ });
-  rules.push({ apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], verbs: ['update', 'patch'], resourceNames: [webhookNames.mutating] });
+  // Mutating: its own configuration and the revision tags pointing at its revision, whose names the
+  // user chooses (`meshctl tag set --webhook-name`), so no resourceNames can list them (docs/adr/0072).
+  rules.push({ apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], verbs: ['update', 'patch'] });
   rules.push({ apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations'], verbs: ['update', 'patch'], resourceNames: [webhookNames.validating] });
   rules.push({ apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: READ });
   rules.push({ apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] });

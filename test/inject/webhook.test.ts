@@ -1,0 +1,212 @@
+/**
+ * meshd's webhooks called by the real API server of the local plane. The daemon is the built one
+ * (`dist/`), started with `--registries Cluster`, its webhook port served with a certificate from
+ * `--tlsCertFile`/`--tlsKeyFile`/`--caCertFile` (openssl, DNS name `localhost`). The webhook
+ * configurations and the injector ConfigMap are those `meshctl install` renders, with one change:
+ * the API server of the local plane cannot reach a Service, so `clientConfig` is the URL of the
+ * daemon's port and no caBundle is given — the daemon's webhook-ca-bundle controller must write it
+ * before the API server can call the webhook at all.
+ */
+import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CONTENT_TYPE_JSON_PATCH, type KubeClient } from '../../src/kube/client.js';
+import type { KubeObject } from '../../src/kube/types.js';
+import { allObjects, renderManifests, type K8sObject } from '../../src/install/render/index.js';
+import { resolveSpec } from '../../src/install/resolve.js';
+import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
+import { freePort, startDaemon, type Daemon } from '../support/daemon.js';
+import { eventually } from '../support/eventually.js';
+import { openssl } from '../support/openssl.js';
+import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
+
+let env: KubeTestEnv;
+let client: KubeClient;
+let meshNs: string;
+let enabledNs: string;
+let plainNs: string;
+let daemon: Daemon | undefined;
+let certDir: string;
+let caPem: string;
+let webhookPort: number;
+const created: Array<{ apiVersion: string; kind: string; name: string }> = [];
+
+interface Pod extends KubeObject {
+  spec: { containers: Array<{ name: string; image: string; ports?: Array<{ containerPort: number }> }>; initContainers?: Array<{ name: string }> };
+}
+
+const ADMISSION = 'admissionregistration.k8s.io/v1';
+
+async function servingCertificate(dir: string): Promise<{ cert: string; key: string; ca: string }> {
+  const ca = join(dir, 'ca.pem');
+  const caKey = join(dir, 'ca-key.pem');
+  const key = join(dir, 'key.pem');
+  const csr = join(dir, 'csr.pem');
+  const cert = join(dir, 'cert.pem');
+  const ext = join(dir, 'ext.cnf');
+  const run = async (args: string[]): Promise<void> => {
+    const r = await openssl(args);
+    if (r.code !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
+  };
+  await run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', caKey, '-out', ca, '-days', '2', '-subj', '/O=webhook test/CN=webhook test root']);
+  await run(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', '/CN=localhost']);
+  await writeFile(ext, 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\n');
+  await run(['x509', '-req', '-in', csr, '-CA', ca, '-CAkey', caKey, '-CAcreateserial', '-out', cert, '-days', '1', '-extfile', ext]);
+  return { cert, key, ca };
+}
+
+/** The rendered object of `kind` (and `name`, if given) among the install manifests. */
+function pick(objects: readonly K8sObject[], kind: string, name?: string): K8sObject & Record<string, unknown> {
+  const o = objects.find((x) => x.kind === kind && (name === undefined || x.metadata.name === name));
+  if (!o) throw new Error(`install renders no ${kind} ${name ?? ''}`);
+  return o as K8sObject & Record<string, unknown>;
+}
+
+/** The webhook configuration as rendered, pointed at `url` and without caBundle. */
+function pointedAt(config: K8sObject & Record<string, unknown>, url: string): KubeObject {
+  const webhooks = (config.webhooks as Array<Record<string, unknown>>).map((w) => ({ ...w, clientConfig: { url } }));
+  return { ...config, metadata: { name: config.metadata.name, labels: config.metadata.labels }, webhooks } as KubeObject;
+}
+
+function pod(namespace: string, name: string, extra: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace, labels: { app: name, ...(extra.labels ?? {}) }, ...(extra.annotations ? { annotations: extra.annotations } : {}) },
+    spec: { containers: [{ name: 'app', image: 'example.com/app:1', ports: [{ containerPort: 8080 }] }] },
+  };
+}
+
+const names = (p: Pod): string[] => [...(p.spec.initContainers ?? []), ...p.spec.containers].map((c) => c.name).sort();
+
+beforeAll(async () => {
+  env = await kubeTestEnv();
+  client = env.client;
+  await applyMeshCrds(client);
+  meshNs = await createNamespace(client, 'meshwh');
+  enabledNs = await createNamespace(client, 'inj-on');
+  plainNs = await createNamespace(client, 'inj-off');
+  const nsObj = await client.get({ apiVersion: 'v1', kind: 'Namespace', name: enabledNs });
+  await client.replace({ ...nsObj, metadata: { ...nsObj.metadata, labels: { ...nsObj.metadata?.labels, 'mesh-injection': 'enabled' } } });
+
+  certDir = await mkdtemp(join(tmpdir(), 'mesh-webhook-'));
+  const tls = await servingCertificate(certDir);
+  caPem = await readFile(tls.ca, 'utf8');
+  const port = await freePort();
+  webhookPort = port;
+  const resolved = await resolveSpec({ sets: [`namespace=${meshNs}`] });
+  const objects = allObjects(renderManifests(resolved.spec, { owner: { name: 'installed-state', namespace: meshNs }, crds: [] }));
+  await client.create(pick(objects, 'ConfigMap', 'mesh-sidecar-injector') as KubeObject);
+  const mutating = pointedAt(pick(objects, 'MutatingWebhookConfiguration'), `https://localhost:${port}/inject`);
+  const validating = pointedAt(pick(objects, 'ValidatingWebhookConfiguration'), `https://localhost:${port}/validate`);
+  for (const c of [mutating, validating]) {
+    await client.create(c);
+    created.push({ apiVersion: ADMISSION, kind: c.kind ?? '', name: c.metadata?.name ?? '' });
+  }
+  daemon = await startDaemon({
+    registries: 'Cluster',
+    args: ['--clusterconfig', env.cluster.kubeconfig, '--httpsAddr', `127.0.0.1:${port}`, '--tlsCertFile', tls.cert, '--tlsKeyFile', tls.key, '--caCertFile', tls.ca],
+    env: {
+      POD_NAMESPACE: meshNs,
+      POD_NAME: 'meshd-webhook-0',
+      INJECTION_WEBHOOK_CONFIG_NAME: mutating.metadata?.name,
+      VALIDATION_WEBHOOK_CONFIG_NAME: validating.metadata?.name,
+    },
+    readyTimeoutMs: 90_000,
+  });
+}, CLUSTER_START_TIMEOUT_MS);
+
+afterAll(async () => {
+  await daemon?.stop();
+  // The configurations select namespaces of this test only, yet are removed first: nothing may call a stopped daemon.
+  for (const c of created) await client?.delete(c).catch(() => undefined);
+  for (const n of [enabledNs, plainNs, meshNs]) await deleteNamespace(client, n);
+  if (certDir) await rm(certDir, { recursive: true, force: true });
+  client?.close();
+}, 120_000);
+
+describe('the API server calls meshd over TLS', () => {
+  it('writes the caBundle into both configurations, after which a pod of an enabled namespace comes back injected', async () => {
+    for (const c of created) {
+      await eventually(`${c.kind} ${c.name} to get the caBundle`, async () => {
+        const o = (await client.get(c)) as KubeObject & { webhooks: Array<{ clientConfig: { caBundle?: string } }> };
+        return o.webhooks.every((w) => (w.clientConfig.caBundle ?? '') !== '');
+      }, { timeoutMs: 60_000, retryErrors: true });
+    }
+    // The API server may take a moment to see the new configuration; with failurePolicy Fail a
+    // refused call is retried until the pod is created.
+    const injected = await eventually('the pod created through the webhook', async () => (await client.create(pod(enabledNs, 'app'))) as Pod, { timeoutMs: 60_000, retryErrors: true });
+    expect(names(injected)).toEqual(['app', 'mesh-init', 'mesh-proxy']);
+    expect(injected.metadata?.annotations?.['sidecar.mesh.io/status']).toBeDefined();
+    expect(await daemon!.metric('sidecar_injection_success_total')).toBeGreaterThanOrEqual(1);
+  }, 150_000);
+
+  it('leaves alone a pod of a namespace without the label, an opted-out pod, and an already injected pod', async () => {
+    const plain = (await client.create(pod(plainNs, 'plain'))) as Pod;
+    expect(names(plain)).toEqual(['app']);
+    const optedOut = (await client.create(pod(enabledNs, 'opted-out', { labels: { 'sidecar.mesh.io/inject': 'false' } }))) as Pod;
+    expect(names(optedOut)).toEqual(['app']);
+    const skipsBefore = await daemon!.metric('sidecar_injection_skip_total');
+    const already = (await client.create(pod(enabledNs, 'already', { annotations: { 'sidecar.mesh.io/status': '{"containers":["mesh-proxy"]}' } }))) as Pod;
+    expect(names(already)).toEqual(['app']);
+    expect(await daemon!.metric('sidecar_injection_skip_total')).toBe(skipsBefore + 1);
+  }, 60_000);
+
+  it('writes the caBundle again when someone clears it', async () => {
+    const mutating = created.find((c) => c.kind === 'MutatingWebhookConfiguration')!;
+    const path = `/apis/${ADMISSION}/mutatingwebhookconfigurations/${mutating.name}`;
+    const before = (await client.get(mutating)) as KubeObject & { webhooks: Array<{ clientConfig: { caBundle?: string } }> };
+    const bundle = before.webhooks[0]?.clientConfig.caBundle;
+    expect(bundle).toBeTruthy();
+    await client.request({ method: 'PATCH', path, body: [{ op: 'remove', path: '/webhooks/0/clientConfig/caBundle' }], contentType: CONTENT_TYPE_JSON_PATCH });
+    await eventually('the caBundle restored', async () => {
+      const o = (await client.get(mutating)) as typeof before;
+      return o.webhooks[0]?.clientConfig.caBundle === bundle;
+    }, { timeoutMs: 30_000, retryErrors: true });
+  }, 60_000);
+
+  it('refuses an invalid VirtualService with the field named, and admits a valid one', async () => {
+    const vs = (name: string, spec: Record<string, unknown>): KubeObject => ({ apiVersion: 'networking.mesh.io/v1', kind: 'VirtualService', metadata: { name, namespace: enabledNs }, spec } as KubeObject);
+    const failedBefore = await daemon!.metric('cfg_validation_failed');
+    let refusal = '';
+    try {
+      await client.create(vs('bad', { hosts: ['a'], http: [{ route: [{ destination: { host: 'a' }, weight: -5 }] }] }));
+    } catch (err) {
+      refusal = (err as Error).message;
+    }
+    expect(refusal).toMatch(/denied the request/);
+    expect(refusal).toMatch(/weight/);
+    expect(await daemon!.metric('cfg_validation_failed')).toBe(failedBefore + 1);
+    const ok = await client.create(vs('good', { hosts: ['a'], http: [{ route: [{ destination: { host: 'a' } }] }] }));
+    expect(ok.metadata?.name).toBe('good');
+  }, 60_000);
+});
+
+/** POST `body` to the webhook port as the API server would (the test's root trusted). */
+function post(path: string, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', servername: 'localhost', port: webhookPort, path, method: 'POST', ca: caPem, headers: { 'content-type': 'application/json' }, timeout: 20_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.end(body);
+  });
+}
+
+describe('bad input on the webhook port', () => {
+  it('a malformed AdmissionReview is a 400 naming what is wrong, counted; the server keeps serving', async () => {
+    const failuresBefore = await daemon!.metric('sidecar_injection_failure_total');
+    const notJson = await post('/inject', '{"kind":');
+    expect(notJson.status).toBe(400);
+    const noRequest = await post('/inject', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }));
+    expect(noRequest.status).toBe(400);
+    expect(noRequest.text).toMatch(/request/);
+    expect(await daemon!.metric('sidecar_injection_failure_total')).toBe(failuresBefore + 2);
+    const after = (await client.create(pod(enabledNs, 'after-bad-input'))) as Pod;
+    expect(names(after)).toContain('mesh-proxy');
+  }, 60_000);
+});
