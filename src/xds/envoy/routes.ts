@@ -24,6 +24,7 @@ import { configMs, duration, pack, percent, type Shape } from './pack.js';
 
 export type RouteShape = Shape<Route>;
 type StringMatch = { exact?: string; prefix?: string; regex?: string };
+type HashCookie = NonNullable<NonNullable<NonNullable<TrafficPolicy['loadBalancer']>['consistentHash']>['httpCookie']>;
 
 const GRPC_CODES: Record<string, number> = {
   OK: 0, CANCELLED: 1, UNKNOWN: 2, INVALID_ARGUMENT: 3, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, ALREADY_EXISTS: 6,
@@ -178,17 +179,26 @@ function corsConfig(route: HTTPRoute): Any | undefined {
 }
 
 /** Hash policy for consistent-hash load balancing, from the destination's rule. */
-export function hashPolicy(policy: TrafficPolicy | undefined): Shape<RouteAction>['hashPolicy'] {
+export function hashPolicy(policy: TrafficPolicy | undefined, proxyless = false): Shape<RouteAction>['hashPolicy'] {
   const ch = policy?.loadBalancer?.consistentHash;
   if (!ch) return [];
   if (ch.httpHeaderName) return [{ header: { headerName: ch.httpHeaderName } }];
   if (ch.httpCookie) {
     const ttl = configMs(ch.httpCookie.ttl);
-    return [{ cookie: { name: ch.httpCookie.name ?? '', path: ch.httpCookie.path ?? '', ttl: ttl !== undefined ? duration(ttl) : undefined } }];
+    return [{ cookie: { name: ch.httpCookie.name ?? '', path: ch.httpCookie.path ?? '', ttl: ttl !== undefined ? duration(ttl) : undefined, attributes: cookieAttributes(ch.httpCookie, proxyless) } }];
   }
   if (ch.useSourceIp) return [{ connectionProperties: { sourceIp: true } }];
   if (ch.httpQueryParameterName) return [{ queryParameter: { name: ch.httpQueryParameterName } }];
   return [];
+}
+
+/**
+ * `httpCookie.attributes` as the attributes of the cookie Envoy generates; gRPC clients generate
+ * no cookies, so they get none.
+ */
+function cookieAttributes(cookie: HashCookie, proxyless: boolean): Array<{ name: string; value: string }> | undefined {
+  if (proxyless || !cookie.attributes?.length) return undefined;
+  return cookie.attributes.map((a) => ({ name: a.name, value: a.value ?? '' }));
 }
 
 function routeAction(route: HTTPRoute, ctx: RouteContext): Shape<RouteAction> | undefined {
@@ -236,7 +246,7 @@ function routeAction(route: HTTPRoute, ctx: RouteContext): Shape<RouteAction> | 
   if (first?.host) {
     const svc = ctx.push.serviceForHost(resolveHost(first.host, ctx.namespace, ctx.push.mesh.domain), ctx.proxy.namespace);
     if (svc) {
-      const hp = hashPolicy(ctx.push.destinationRule(ctx.proxy, svc)?.spec.trafficPolicy);
+      const hp = hashPolicy(ctx.push.destinationRule(ctx.proxy, svc)?.spec.trafficPolicy, ctx.proxyless);
       if (hp && hp.length > 0) action.hashPolicy = hp;
     }
   }
@@ -302,7 +312,7 @@ export function buildHttpRoutes(vsName: string, http: ReadonlyArray<HTTPRoute>, 
 /** The route used when no VirtualService covers a service: everything to the service's port cluster. */
 export function defaultRoute(service: Service, port: number, ctx: RouteContext): RouteShape {
   const timeout = duration(ctx.defaultTimeoutMs);
-  const hp = hashPolicy(ctx.push.destinationRule(ctx.proxy, service)?.spec.trafficPolicy);
+  const hp = hashPolicy(ctx.push.destinationRule(ctx.proxy, service)?.spec.trafficPolicy, ctx.proxyless);
   const action: Shape<RouteAction> = {
     cluster: outboundClusterName(port, '', service.hostname),
     ...(ctx.proxyless ? { maxStreamDuration: { maxStreamDuration: timeout } } : { timeout }),
