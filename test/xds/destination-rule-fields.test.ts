@@ -326,8 +326,25 @@ describe('consistentHash.httpCookie.attributes', () => {
   });
 });
 
-describe('the same fields pass Envoy’s protos and validation rules (tools/xds-validate against the daemon)', () => {
-  const CONFIG = `${GATEWAY}
+describe('the same fields, and the VirtualService ones, pass Envoy’s protos and validation rules (tools/xds-validate against the daemon)', () => {
+  const CONFIG = `
+apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: { name: public, namespace: mesh-system }
+spec:
+  selector: { app: mesh-ingressgateway }
+  servers: [{ port: { number: 8080, name: http, protocol: HTTP }, hosts: ["*/ratings.example.com"] }]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: ratings, namespace: default }
+spec:
+  hosts: [ratings, ratings.example.com]
+  gateways: [mesh, mesh-system/public]
+  http:
+    - route: [{ destination: { host: ratings } }]
+      retries: { attempts: 3, backoff: 250ms }
+      corsPolicy: { allowOrigin: ["https://a.example.com"], unmatchedPreflights: IGNORE }
 ---
 apiVersion: networking.mesh.io/v1
 kind: DestinationRule
@@ -415,6 +432,12 @@ spec:
     expect(echo).toContain('"connection_keepalive":{"interval":"15s","timeout":"20s"}');
     const routes = JSON.stringify(report.dump?.[RDS] ?? {});
     expect(routes).toContain('"attributes":[{"name":"SameSite","value":"Lax"},{"name":"Secure"}]');
+    expect(routes).toContain('"retry_back_off":{"base_interval":"0.250s"}');
+    expect(routes).toContain(
+      '"retry_host_predicate":[{"name":"envoy.retry_host_predicates.previous_hosts","typed_config":{"@type":"type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"}}]',
+    );
+    expect(routes).toContain('"allow_origin_string_match":[{"exact":"https://a.example.com"}]');
+    expect(routes).toContain('"forward_not_matching_preflights":false');
   }, 120_000);
 
   it('no proxy NACKed anything the daemon sent', async () => {

@@ -14,6 +14,7 @@ import { HTTPFault } from '../../gen/envoy/extensions/filters/http/fault/v3/faul
 import { CorsPolicy } from '../../gen/envoy/extensions/filters/http/cors/v3/cors.js';
 import type { StringMatcher } from '../../gen/envoy/type/matcher/v3/string.js';
 import type { Any } from '../../gen/google/protobuf/any.js';
+import type { Duration } from '../../gen/google/protobuf/duration.js';
 import type { HTTPMatchRequest, HTTPRoute, HTTPRouteDestination, TrafficPolicy } from '../../config/spec-types.js';
 import { resolveHost } from '../../model/host.js';
 import type { PushContext } from '../../model/push-context.js';
@@ -124,7 +125,26 @@ function headersToAdd(ops: HeaderOps | undefined): Array<{ header: { key: string
   return out;
 }
 
-function retryPolicy(route: HTTPRoute): Shape<RouteAction>['retryPolicy'] | undefined {
+type HttpRetry = NonNullable<HTTPRoute['retries']>;
+
+/** Envoy's retry host predicate that sends a retry to a host not tried yet (its config is an empty message). */
+const PREVIOUS_HOSTS_PREDICATE = {
+  name: 'envoy.retry_host_predicates.previous_hosts',
+  typedConfig: { typeUrl: 'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate', value: Buffer.alloc(0) },
+};
+
+/** `retries.retryIgnorePreviousHosts` (default true) as the previous-hosts predicate; gRPC clients have no host predicates. */
+function retryHostPredicates(r: HttpRetry | undefined, proxyless: boolean): Array<typeof PREVIOUS_HOSTS_PREDICATE> {
+  return proxyless || r?.retryIgnorePreviousHosts === false ? [] : [PREVIOUS_HOSTS_PREDICATE];
+}
+
+/** `retries.backoff` as the base interval of Envoy's (and gRPC's) exponential back-off; the maximum stays Envoy's 10 times the base. */
+function retryBackOff(r: HttpRetry | undefined): { baseInterval: Duration } | undefined {
+  const base = configMs(r?.backoff);
+  return base ? { baseInterval: duration(base) } : undefined;
+}
+
+function retryPolicy(route: HTTPRoute, proxyless: boolean): Shape<RouteAction>['retryPolicy'] | undefined {
   const r = route.retries;
   const attempts = r?.attempts ?? DEFAULT_RETRY_ATTEMPTS;
   if (attempts <= 0) return undefined;
@@ -141,8 +161,9 @@ function retryPolicy(route: HTTPRoute): Shape<RouteAction>['retryPolicy'] | unde
     numRetries: attempts,
     perTryTimeout: perTry !== undefined ? duration(perTry) : undefined,
     retriableStatusCodes: statusCodes,
-    retryHostPredicate: [],
+    retryHostPredicate: retryHostPredicates(r, proxyless),
     hostSelectionRetryMaxAttempts: 5,
+    retryBackOff: retryBackOff(r),
   };
 }
 
@@ -169,13 +190,28 @@ function corsConfig(route: HTTPRoute): Any | undefined {
   if (!c) return undefined;
   const maxAgeMs = configMs(c.maxAge);
   return pack('envoy.extensions.filters.http.cors.v3.CorsPolicy', CorsPolicy, {
-    allowOriginStringMatch: (c.allowOrigins ?? []).map((o) => stringMatcher(o as StringMatch)).filter((m): m is Shape<StringMatcher> => m !== undefined),
+    allowOriginStringMatch: [...(c.allowOrigins ?? []), ...deprecatedAllowOrigin(c)].map((o) => stringMatcher(o as StringMatch)).filter((m): m is Shape<StringMatcher> => m !== undefined),
     allowMethods: (c.allowMethods ?? []).join(','),
     allowHeaders: (c.allowHeaders ?? []).join(','),
     exposeHeaders: (c.exposeHeaders ?? []).join(','),
     maxAge: maxAgeMs !== undefined ? String(Math.floor(maxAgeMs / 1000)) : '',
     allowCredentials: c.allowCredentials,
+    forwardNotMatchingPreflights: forwardUnmatchedPreflights(c),
   });
+}
+
+type Cors = NonNullable<HTTPRoute['corsPolicy']>;
+
+/** The deprecated `allowOrigin` list: origins matched exactly. */
+function deprecatedAllowOrigin(c: Cors): StringMatch[] {
+  return (c.allowOrigin ?? []).map((exact) => ({ exact }));
+}
+
+/** `unmatchedPreflights` as Envoy's forward_not_matching_preflights (Envoy forwards them when unset). */
+function forwardUnmatchedPreflights(c: Cors): boolean | undefined {
+  if (c.unmatchedPreflights === 'FORWARD') return true;
+  if (c.unmatchedPreflights === 'IGNORE') return false;
+  return undefined;
 }
 
 /** Hash policy for consistent-hash load balancing, from the destination's rule. */
@@ -227,7 +263,7 @@ function routeAction(route: HTTPRoute, ctx: RouteContext): Shape<RouteAction> | 
   } else {
     action.timeout = duration(timeoutMs);
   }
-  const retry = retryPolicy(route);
+  const retry = retryPolicy(route, ctx.proxyless);
   if (retry) action.retryPolicy = retry;
   if (route.rewrite?.uri !== undefined) action.prefixRewrite = route.rewrite.uri;
   else if (route.rewrite?.uriRegexRewrite) action.regexRewrite = { pattern: { regex: route.rewrite.uriRegexRewrite.match ?? '' }, substitution: route.rewrite.uriRegexRewrite.rewrite ?? '' };
@@ -316,7 +352,7 @@ export function defaultRoute(service: Service, port: number, ctx: RouteContext):
   const action: Shape<RouteAction> = {
     cluster: outboundClusterName(port, '', service.hostname),
     ...(ctx.proxyless ? { maxStreamDuration: { maxStreamDuration: timeout } } : { timeout }),
-    retryPolicy: retryPolicy({}),
+    retryPolicy: retryPolicy({}, ctx.proxyless),
     hashPolicy: hp,
   };
   return { name: 'default', match: { prefix: '/' }, route: action };
