@@ -6,6 +6,7 @@
  * (retry back-off, no host predicates, no CORS).
  */
 import { CorsPolicy } from '../../src/gen/envoy/extensions/filters/http/cors/v3/cors.js';
+import { HTTPFault } from '../../src/gen/envoy/extensions/filters/http/fault/v3/fault.js';
 import type { RouteConfiguration } from '../../src/gen/envoy/config/route/v3/route.js';
 import type { Route } from '../../src/gen/envoy/config/route/v3/route_components.js';
 import type { Proxy } from '../../src/model/proxy.js';
@@ -61,6 +62,11 @@ function cors(r: Route): CorsPolicy | undefined {
   return any ? CorsPolicy.decode(any.value) : undefined;
 }
 
+function fault(r: Route): HTTPFault | undefined {
+  const any = r.typedPerFilterConfig['envoy.filters.http.fault'];
+  return any ? HTTPFault.decode(any.value) : undefined;
+}
+
 const ROUTE = `route: [{ destination: { host: ratings } }]`;
 
 interface FieldCase {
@@ -111,6 +117,24 @@ const CASES: ReadonlyArray<FieldCase> = [
     httpRoute: `{ ${ROUTE}, corsPolicy: { allowOrigins: [{ exact: "https://a.example.com" }], unmatchedPreflights: FORWARD } }`,
     read: readPreflights,
     expected: true,
+  },
+  {
+    field: 'fault.abort.http2Error alone (not applied: no abort, rather than a wrong one)',
+    httpRoute: `{ ${ROUTE}, fault: { abort: { http2Error: REFUSED_STREAM, percentage: { value: 5 } } } }`,
+    read: fault,
+    expected: undefined,
+  },
+  {
+    field: 'fault.abort.http2Error beside a delay (the delay still applies)',
+    httpRoute: `{ ${ROUTE}, fault: { delay: { fixedDelay: 2s }, abort: { http2Error: REFUSED_STREAM } } }`,
+    read: (r) => [fault(r)?.delay?.fixedDelay, fault(r)?.abort],
+    expected: [{ seconds: 2, nanos: 0 }, undefined],
+  },
+  {
+    field: 'fault.abort.httpStatus (still applied)',
+    httpRoute: `{ ${ROUTE}, fault: { abort: { httpStatus: 418, percentage: { value: 5 } } } }`,
+    read: (r) => fault(r)?.abort?.httpStatus,
+    expected: 418,
   },
 ];
 

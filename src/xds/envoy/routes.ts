@@ -169,17 +169,19 @@ function retryPolicy(route: HTTPRoute, proxyless: boolean): Shape<RouteAction>['
 
 function faultConfig(route: HTTPRoute): Any | undefined {
   const f = route.fault;
-  if (!f || (!f.delay && !f.abort)) return undefined;
+  // an abort by HTTP/2 error alone is not applied (Envoy's fault filter has no such abort; ADR 0049)
+  const abort = f?.abort && (f.abort.httpStatus !== undefined || f.abort.grpcStatus !== undefined) ? f.abort : undefined;
+  if (!f || (!f.delay && !abort)) return undefined;
   const delayMs = configMs(f.delay?.fixedDelay);
-  const grpc = f.abort?.grpcStatus;
+  const grpc = abort?.grpcStatus;
   return pack('envoy.extensions.filters.http.fault.v3.HTTPFault', HTTPFault, {
     delay: f.delay && delayMs !== undefined ? { fixedDelay: duration(delayMs), percentage: percent(f.delay.percentage?.value) } : undefined,
-    abort: f.abort
+    abort: abort
       ? {
           ...(grpc !== undefined
             ? { grpcStatus: typeof grpc === 'number' ? grpc : (GRPC_CODES[String(grpc).toUpperCase()] ?? 2) }
-            : { httpStatus: f.abort.httpStatus ?? 503 }),
-          percentage: percent(f.abort.percentage?.value),
+            : { httpStatus: abort.httpStatus ?? 503 }),
+          percentage: percent(abort.percentage?.value),
         }
       : undefined,
   });
