@@ -289,3 +289,13 @@ export function checkUnique<T>(issues: Issues, path: string, items: ReadonlyArra
     else seen.set(k, i);
   });
 }
+
+/**
+ * A field of the public API that is accepted and stored, but that the generators do not put into
+ * proxy configuration yet: accepted with a warning naming it, never silently (ADR 0049).
+ */
+export const NOT_APPLIED = 'accepted, but not applied to proxies yet';
+
+export function warnNotApplied(issues: Issues, path: string, isSet: boolean): void {
+  if (isSet) issues.warn(path, NOT_APPLIED);
+}

@@ -21,6 +21,7 @@ import {
   checkUnique,
   isDns1123Label,
   join,
+  warnNotApplied,
 } from './common.js';
 
 export function validateDestinationRule(spec: DestinationRule, path = 'spec'): ConfigIssue[] {
@@ -52,6 +53,8 @@ function checkTrafficPolicy(issues: Issues, path: string, tp: TrafficPolicy, all
     }
     checkPortNumber(issues, join(path, 'tunnel', 'targetPort'), tp.tunnel.targetPort);
   }
+  warnNotApplied(issues, join(path, 'tunnel'), tp.tunnel !== undefined);
+  warnNotApplied(issues, join(path, 'proxyProtocol'), tp.proxyProtocol !== undefined);
   if (!allowPortLevel && tp.portLevelSettings) issues.add(join(path, 'portLevelSettings'), 'not allowed here');
   (tp.portLevelSettings ?? []).forEach((pl, i) => {
     const p = join(path, 'portLevelSettings', i);
@@ -88,6 +91,8 @@ function checkLoadBalancer(issues: Issues, path: string, lb: LoadBalancerSetting
     }
   }
   if (lb.localityLbSetting) checkLocalityLb(issues, join(path, 'localityLbSetting'), lb.localityLbSetting);
+  warnNotApplied(issues, join(path, 'localityLbSetting'), lb.localityLbSetting !== undefined && lb.localityLbSetting.enabled !== false);
+  warnNotApplied(issues, join(path, 'simple'), lb.simple === 'PASSTHROUGH');
   if (lb.zoneAwareLbSetting) {
     const zp = join(path, 'zoneAwareLbSetting');
     if (lb.localityLbSetting && lb.localityLbSetting.enabled !== false) issues.add(zp, 'zoneAwareLbSetting and localityLbSetting are mutually exclusive');
@@ -96,6 +101,8 @@ function checkLoadBalancer(issues: Issues, path: string, lb: LoadBalancerSetting
       if (TOPOLOGY_LABELS.has(key)) issues.add(join(zp, 'failoverPriority', i), `${key} is not allowed here: zone-aware balancing already prefers the region and zone`);
     });
     checkFailover(issues, join(zp, 'failover'), lb.zoneAwareLbSetting.failover);
+    warnNotApplied(issues, join(zp, 'failover'), (lb.zoneAwareLbSetting.failover?.length ?? 0) > 0);
+    warnNotApplied(issues, join(zp, 'failoverPriority'), (lb.zoneAwareLbSetting.failoverPriority?.length ?? 0) > 0);
   }
   checkMinDuration(issues, join(path, 'warmupDurationSecs'), lb.warmupDurationSecs, 1);
   if (lb.warmupDurationSecs !== undefined) {
@@ -109,8 +116,11 @@ function checkLoadBalancer(issues: Issues, path: string, lb: LoadBalancerSetting
     if (lb.warmup.aggression !== undefined && lb.warmup.aggression < 1) issues.add(join(wp, 'aggression'), `aggression ${lb.warmup.aggression} must be at least 1 (1 is linear)`);
   }
   const simple = lb.simple;
-  if ((lb.warmup || lb.warmupDurationSecs) && simple !== undefined && simple !== 'ROUND_ROBIN' && simple !== 'LEAST_REQUEST' && simple !== 'UNSPECIFIED') {
+  if ((lb.warmup || lb.warmupDurationSecs) && simple !== undefined && simple !== 'ROUND_ROBIN' && simple !== 'LEAST_REQUEST' && simple !== 'LEAST_CONN' && simple !== 'UNSPECIFIED') {
     issues.warn(join(path, 'simple'), `warm-up only applies to ROUND_ROBIN and LEAST_REQUEST, not ${simple}`);
+  }
+  if ((lb.warmup || lb.warmupDurationSecs) && ch) {
+    issues.warn(join(path, 'consistentHash'), 'warm-up only applies to ROUND_ROBIN and LEAST_REQUEST, not to consistent hashing');
   }
 }
 
@@ -150,6 +160,7 @@ function checkConnectionPool(issues: Issues, path: string, cp: ConnectionPoolSet
     checkMinDuration(issues, join(p, 'connectTimeout'), cp.tcp.connectTimeout, 1);
     checkMinDuration(issues, join(p, 'maxConnectionDuration'), cp.tcp.maxConnectionDuration, 1);
     checkMinDuration(issues, join(p, 'idleTimeout'), cp.tcp.idleTimeout, 0);
+    warnNotApplied(issues, join(p, 'idleTimeout'), cp.tcp.idleTimeout !== undefined);
     checkMinDuration(issues, join(p, 'tcpKeepalive', 'time'), cp.tcp.tcpKeepalive?.time, 1000);
     checkMinDuration(issues, join(p, 'tcpKeepalive', 'interval'), cp.tcp.tcpKeepalive?.interval, 1000);
   }
@@ -187,6 +198,7 @@ function checkOutlier(issues: Issues, path: string, od: OutlierDetection): void 
 export function checkClientTls(issues: Issues, path: string, tls: ClientTLSSettings): void {
   const mode = tls.mode ?? 'DISABLE';
   const hasFiles = Boolean(tls.clientCertificate || tls.privateKey || tls.caCertificates);
+  warnNotApplied(issues, join(path, 'caCrl'), Boolean(tls.caCrl));
   if (tls.credentialName && hasFiles && mode !== 'MESH_MUTUAL') {
     issues.warn(join(path, 'credentialName'), 'credentialName is used: clientCertificate, privateKey and caCertificates are ignored');
   }

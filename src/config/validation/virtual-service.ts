@@ -27,6 +27,7 @@ import {
   isDns1123Subdomain,
   isIpOrCidr,
   join,
+  warnNotApplied,
 } from './common.js';
 
 const GRPC_STATUS = new Set([
@@ -167,6 +168,7 @@ function checkHttpRoute(issues: Issues, path: string, route: HTTPRoute, inDelega
       issues.add(rp, 'a redirect needs at least one of uri, prefixRewrite, authority, port, derivePort or scheme');
     }
     checkPortNumber(issues, join(rp, 'port'), r.port);
+    warnNotApplied(issues, join(rp, 'derivePort'), r.derivePort !== undefined);
     // 0 means the default, 301
     if (r.redirectCode !== undefined && r.redirectCode !== 0 && !REDIRECT_CODES.has(r.redirectCode)) {
       issues.add(join(rp, 'redirectCode'), `redirect code ${r.redirectCode} is not one of 301, 302, 303, 307, 308`);
@@ -207,6 +209,7 @@ function checkHttpRoute(issues: Issues, path: string, route: HTTPRoute, inDelega
     checkMinDuration(issues, join(rp, 'perTryTimeout'), route.retries.perTryTimeout, 1);
     checkRetryOn(issues, join(rp, 'retryOn'), route.retries.retryOn);
     checkMinDuration(issues, join(rp, 'backoff'), route.retries.backoff, 1);
+    warnNotApplied(issues, join(rp, 'retryRemoteLocalities'), r.retryRemoteLocalities !== undefined);
   }
   if (route.fault) checkFault(issues, join(path, 'fault'), route.fault);
   if (route.mirror) checkDestination(issues, join(path, 'mirror'), route.mirror);
@@ -258,6 +261,7 @@ function checkL4Match(issues: Issues, path: string, m: L4MatchAttributes): void 
   (m.destinationSubnets ?? []).forEach((s, i) => {
     if (!isIpOrCidr(s)) issues.add(join(path, 'destinationSubnets', i), `"${s}" is neither an IP address nor a CIDR block`);
   });
+  warnNotApplied(issues, join(path, 'destinationSubnets'), (m.destinationSubnets?.length ?? 0) > 0);
   checkPortNumber(issues, join(path, 'port'), m.port);
   (m.gateways ?? []).forEach((g, i) => checkGatewayRef(issues, join(path, 'gateways', i), g));
 }
@@ -331,6 +335,7 @@ function checkFault(issues: Issues, path: string, fault: HTTPFaultInjection): vo
     if (a.httpStatus === undefined && a.grpcStatus === undefined && a.http2Error === undefined) {
       issues.add(p, 'an abort fault needs httpStatus, grpcStatus or http2Error');
     }
+    warnNotApplied(issues, join(p, 'http2Error'), a.http2Error !== undefined);
     if (a.httpStatus !== undefined && (a.httpStatus < 200 || a.httpStatus > 599)) {
       issues.add(join(p, 'httpStatus'), `HTTP status ${a.httpStatus} is outside 200..599`);
     }

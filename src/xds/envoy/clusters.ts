@@ -7,11 +7,14 @@ import {
   Cluster_DiscoveryType,
   Cluster_LbPolicy,
   Cluster_DnsLookupFamily,
+  type Cluster_SlowStartConfig,
 } from '../../gen/envoy/config/cluster/v3/cluster.js';
 import { ApiVersion } from '../../gen/envoy/config/core/v3/config_source.js';
 import { HttpProtocolOptions } from '../../gen/envoy/extensions/upstreams/http/v3/http_protocol_options.js';
 import { UpstreamTlsContext } from '../../gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
 import { RawBuffer } from '../../gen/envoy/extensions/transport_sockets/raw_buffer/v3/raw_buffer.js';
+import type { KeepaliveSettings } from '../../gen/envoy/config/core/v3/protocol.js';
+import type { Duration } from '../../gen/google/protobuf/duration.js';
 import type { TrafficPolicy } from '../../config/spec-types.js';
 import type { MeshSettings } from '../../model/mesh-settings.js';
 import { isHttp2Protocol, type Service, type ServicePort } from '../../model/service.js';
@@ -19,6 +22,13 @@ import { BLACKHOLE_CLUSTER, Filters, INBOUND_PASSTHROUGH_CLUSTER, PASSTHROUGH_CL
 import { configMs, duration, msg, pack, socketAddress, type Mutable, type Shape } from './pack.js';
 
 export type ClusterShape = Shape<Cluster>;
+
+type LoadBalancer = NonNullable<TrafficPolicy['loadBalancer']>;
+type ZoneAwareLb = NonNullable<LoadBalancer['zoneAwareLbSetting']>;
+type ConnectionPool = NonNullable<TrafficPolicy['connectionPool']>;
+type Http2KeepAlive = NonNullable<NonNullable<ConnectionPool['http']>['http2KeepAlive']>;
+type TcpKeepalive = NonNullable<NonNullable<ConnectionPool['tcp']>['tcpKeepalive']>;
+type RetryBudget = NonNullable<TrafficPolicy['retryBudget']>;
 
 const ADS_CONFIG = { ads: {}, resourceApiVersion: ApiVersion.V3 } as const;
 
@@ -94,8 +104,9 @@ export function buildOutboundCluster(input: OutboundClusterInput): Cluster {
       break;
   }
   if (service.resolution !== 'Passthrough') applyLoadBalancer(c, policy);
-  applyConnectionPool(c, policy, isHttp2Protocol(port.protocol));
+  applyConnectionPool(c, policy, isHttp2Protocol(port.protocol), input.proxyless);
   applyOutlierDetection(c, policy);
+  if (!input.proxyless) applyEnvoyOnlyPolicy(c, policy, service.resolution !== 'Passthrough');
   const tls = buildUpstreamTls(policy, service, mesh, input.proxyless);
   if (tls) c.transportSocket = tls;
   else if (!input.proxyless && mesh.enableAutoMtls && !service.meshExternal && !policy?.tls) {
@@ -138,6 +149,7 @@ function applyConnectionPool(
   c: Mutable<ClusterShape>,
   policy: TrafficPolicy | undefined,
   http2: boolean,
+  proxyless: boolean,
 ): void {
   const pool = policy?.connectionPool;
   if (pool?.tcp || pool?.http) {
@@ -155,19 +167,130 @@ function applyConnectionPool(
   const idle = configMs(pool?.http?.idleTimeout);
   const perConn = pool?.http?.maxRequestsPerConnection;
   const useH2 = http2 || pool?.http?.h2UpgradePolicy === 'UPGRADE';
-  if (useH2 || idle !== undefined || perConn) {
+  const envoy = proxyless ? undefined : envoyHttpConnectionOptions(pool);
+  if (useH2 || idle !== undefined || perConn || envoy?.maxConnectionDuration || envoy?.useClientProtocol) {
+    const http2Options = { maxConcurrentStreams: pool?.http?.maxConcurrentStreams || undefined, connectionKeepalive: envoy?.http2Keepalive };
     c.typedExtensionProtocolOptions = {
       [Filters.httpProtocolOptions]: pack('envoy.extensions.upstreams.http.v3.HttpProtocolOptions', HttpProtocolOptions, {
         commonHttpProtocolOptions: {
           idleTimeout: idle !== undefined ? duration(idle) : undefined,
           maxRequestsPerConnection: perConn || undefined,
+          maxConnectionDuration: envoy?.maxConnectionDuration,
         },
-        explicitHttpConfig: useH2
-          ? { http2ProtocolOptions: { maxConcurrentStreams: pool?.http?.maxConcurrentStreams || undefined } }
-          : { httpProtocolOptions: {} },
+        ...(envoy?.useClientProtocol
+          ? { useDownstreamProtocolConfig: { httpProtocolOptions: {}, http2ProtocolOptions: http2Options } }
+          : { explicitHttpConfig: useH2 ? { http2ProtocolOptions: http2Options } : { httpProtocolOptions: {} } }),
       }),
     };
   }
+}
+
+interface EnvoyHttpConnectionOptions {
+  readonly maxConnectionDuration?: Duration;
+  readonly useClientProtocol: boolean;
+  readonly http2Keepalive?: Shape<KeepaliveSettings>;
+}
+
+/**
+ * Connection-pool settings that only Envoy implements (gRPC's xDS client ignores them):
+ * `tcp.maxConnectionDuration` (common HTTP protocol options), `http.useClientProtocol`
+ * (the upstream speaks the downstream's protocol) and `http.http2KeepAlive` (HTTP/2 PINGs).
+ */
+function envoyHttpConnectionOptions(pool: ConnectionPool | undefined): EnvoyHttpConnectionOptions {
+  const maxDuration = configMs(pool?.tcp?.maxConnectionDuration);
+  return {
+    maxConnectionDuration: maxDuration !== undefined ? duration(maxDuration) : undefined,
+    useClientProtocol: pool?.http?.useClientProtocol === true,
+    http2Keepalive: http2KeepaliveSettings(pool?.http?.http2KeepAlive),
+  };
+}
+
+/** Envoy requires a PING timeout; when the rule leaves it unset, this one applies (ADR 0049). */
+export const DEFAULT_HTTP2_KEEPALIVE_TIMEOUT_MS = 20_000;
+
+/** `http.http2KeepAlive` as Envoy HTTP/2 `connection_keepalive` (interval and PING timeout). */
+export function http2KeepaliveSettings(keepAlive: Http2KeepAlive | undefined): Shape<KeepaliveSettings> | undefined {
+  if (!keepAlive) return undefined;
+  const interval = configMs(keepAlive.interval);
+  return {
+    interval: interval ? duration(interval) : undefined,
+    timeout: duration(configMs(keepAlive.timeout, DEFAULT_HTTP2_KEEPALIVE_TIMEOUT_MS)),
+  };
+}
+
+/**
+ * Parts of the traffic policy that only Envoy implements; gRPC's xDS client has no slow start,
+ * zone-aware routing, retry budget or socket keepalive, so proxyless clusters go without them.
+ */
+function applyEnvoyOnlyPolicy(c: Mutable<ClusterShape>, policy: TrafficPolicy | undefined, balanced: boolean): void {
+  if (balanced) applySlowStart(c, policy?.loadBalancer);
+  if (balanced) applyZoneAwareLb(c, policy?.loadBalancer?.zoneAwareLbSetting);
+  applyRetryBudget(c, policy?.retryBudget);
+  applyTcpKeepalive(c, policy?.connectionPool?.tcp?.tcpKeepalive);
+}
+
+/** Runtime key of the slow-start aggression (Envoy requires one beside the configured value). */
+export const SLOW_START_AGGRESSION_RUNTIME_KEY = 'mesh.slow_start.aggression';
+
+/**
+ * `loadBalancer.warmup` (or the deprecated `warmupDurationSecs`) as Envoy slow start, which Envoy
+ * implements for round robin and least request only; other algorithms get none.
+ */
+function applySlowStart(c: Mutable<ClusterShape>, lb: LoadBalancer | undefined): void {
+  const config = slowStartConfig(lb);
+  if (!config) return;
+  if (c.lbPolicy === Cluster_LbPolicy.ROUND_ROBIN) c.roundRobinLbConfig = { slowStartConfig: config };
+  else if (c.lbPolicy === Cluster_LbPolicy.LEAST_REQUEST) c.leastRequestLbConfig = { slowStartConfig: config };
+}
+
+export function slowStartConfig(lb: LoadBalancer | undefined): Shape<Cluster_SlowStartConfig> | undefined {
+  const windowMs = configMs(lb?.warmup?.duration ?? lb?.warmupDurationSecs);
+  if (!windowMs) return undefined;
+  const warmup = lb?.warmup;
+  return {
+    slowStartWindow: duration(windowMs),
+    aggression: warmup?.aggression !== undefined ? { defaultValue: warmup.aggression, runtimeKey: SLOW_START_AGGRESSION_RUNTIME_KEY } : undefined,
+    minWeightPercent: warmup?.minimumPercent !== undefined ? { value: warmup.minimumPercent } : undefined,
+  };
+}
+
+/**
+ * `loadBalancer.zoneAwareLbSetting` as Envoy's zone-aware routing: `enabled` routes all requests
+ * zone-aware (off when unset or false), `minClusterSize` is passed as is.
+ */
+function applyZoneAwareLb(c: Mutable<ClusterShape>, zoneAware: ZoneAwareLb | undefined): void {
+  if (!zoneAware) return;
+  const enabled = zoneAware.enabled === true;
+  c.commonLbConfig = {
+    ...c.commonLbConfig,
+    zoneAwareLbConfig: {
+      routingEnabled: { value: enabled ? 100 : 0 },
+      minClusterSize: enabled ? zoneAware.minClusterSize : undefined,
+    },
+  };
+}
+
+/** `trafficPolicy.retryBudget` as the retry budget of the cluster's default-priority circuit breaker. */
+function applyRetryBudget(c: Mutable<ClusterShape>, budget: RetryBudget | undefined): void {
+  if (!budget) return;
+  const retryBudget = {
+    budgetPercent: budget.percent !== undefined ? { value: budget.percent } : undefined,
+    minRetryConcurrency: budget.minRetryConcurrency,
+  };
+  const [first, ...rest] = c.circuitBreakers?.thresholds ?? [{}];
+  c.circuitBreakers = { ...c.circuitBreakers, thresholds: [{ ...first, retryBudget }, ...rest] };
+}
+
+/** `tcp.tcpKeepalive` as the upstream sockets' TCP keepalive; Envoy counts its times in whole seconds. */
+function applyTcpKeepalive(c: Mutable<ClusterShape>, keepalive: TcpKeepalive | undefined): void {
+  if (!keepalive) return;
+  const seconds = (d: string | undefined): number | undefined => {
+    const ms = configMs(d);
+    return ms === undefined ? undefined : Math.floor(ms / 1000);
+  };
+  c.upstreamConnectionOptions = {
+    tcpKeepalive: { keepaliveProbes: keepalive.probes, keepaliveTime: seconds(keepalive.time), keepaliveInterval: seconds(keepalive.interval) },
+  };
 }
 
 function applyOutlierDetection(c: Mutable<ClusterShape>, policy: TrafficPolicy | undefined): void {

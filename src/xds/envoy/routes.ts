@@ -14,6 +14,7 @@ import { HTTPFault } from '../../gen/envoy/extensions/filters/http/fault/v3/faul
 import { CorsPolicy } from '../../gen/envoy/extensions/filters/http/cors/v3/cors.js';
 import type { StringMatcher } from '../../gen/envoy/type/matcher/v3/string.js';
 import type { Any } from '../../gen/google/protobuf/any.js';
+import type { Duration } from '../../gen/google/protobuf/duration.js';
 import type { HTTPMatchRequest, HTTPRoute, HTTPRouteDestination, TrafficPolicy } from '../../config/spec-types.js';
 import { resolveHost } from '../../model/host.js';
 import type { PushContext } from '../../model/push-context.js';
@@ -24,6 +25,7 @@ import { configMs, duration, pack, percent, type Shape } from './pack.js';
 
 export type RouteShape = Shape<Route>;
 type StringMatch = { exact?: string; prefix?: string; regex?: string };
+type HashCookie = NonNullable<NonNullable<NonNullable<TrafficPolicy['loadBalancer']>['consistentHash']>['httpCookie']>;
 
 const GRPC_CODES: Record<string, number> = {
   OK: 0, CANCELLED: 1, UNKNOWN: 2, INVALID_ARGUMENT: 3, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, ALREADY_EXISTS: 6,
@@ -123,7 +125,26 @@ function headersToAdd(ops: HeaderOps | undefined): Array<{ header: { key: string
   return out;
 }
 
-function retryPolicy(route: HTTPRoute): Shape<RouteAction>['retryPolicy'] | undefined {
+type HttpRetry = NonNullable<HTTPRoute['retries']>;
+
+/** Envoy's retry host predicate that sends a retry to a host not tried yet (its config is an empty message). */
+const PREVIOUS_HOSTS_PREDICATE = {
+  name: 'envoy.retry_host_predicates.previous_hosts',
+  typedConfig: { typeUrl: 'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate', value: Buffer.alloc(0) },
+};
+
+/** `retries.retryIgnorePreviousHosts` (default true) as the previous-hosts predicate; gRPC clients have no host predicates. */
+function retryHostPredicates(r: HttpRetry | undefined, proxyless: boolean): Array<typeof PREVIOUS_HOSTS_PREDICATE> {
+  return proxyless || r?.retryIgnorePreviousHosts === false ? [] : [PREVIOUS_HOSTS_PREDICATE];
+}
+
+/** `retries.backoff` as the base interval of Envoy's (and gRPC's) exponential back-off; the maximum stays Envoy's 10 times the base. */
+function retryBackOff(r: HttpRetry | undefined): { baseInterval: Duration } | undefined {
+  const base = configMs(r?.backoff);
+  return base ? { baseInterval: duration(base) } : undefined;
+}
+
+function retryPolicy(route: HTTPRoute, proxyless: boolean): Shape<RouteAction>['retryPolicy'] | undefined {
   const r = route.retries;
   const attempts = r?.attempts ?? DEFAULT_RETRY_ATTEMPTS;
   if (attempts <= 0) return undefined;
@@ -140,24 +161,27 @@ function retryPolicy(route: HTTPRoute): Shape<RouteAction>['retryPolicy'] | unde
     numRetries: attempts,
     perTryTimeout: perTry !== undefined ? duration(perTry) : undefined,
     retriableStatusCodes: statusCodes,
-    retryHostPredicate: [],
+    retryHostPredicate: retryHostPredicates(r, proxyless),
     hostSelectionRetryMaxAttempts: 5,
+    retryBackOff: retryBackOff(r),
   };
 }
 
 function faultConfig(route: HTTPRoute): Any | undefined {
   const f = route.fault;
-  if (!f || (!f.delay && !f.abort)) return undefined;
+  // an abort by HTTP/2 error alone is not applied (Envoy's fault filter has no such abort; ADR 0049)
+  const abort = f?.abort && (f.abort.httpStatus !== undefined || f.abort.grpcStatus !== undefined) ? f.abort : undefined;
+  if (!f || (!f.delay && !abort)) return undefined;
   const delayMs = configMs(f.delay?.fixedDelay);
-  const grpc = f.abort?.grpcStatus;
+  const grpc = abort?.grpcStatus;
   return pack('envoy.extensions.filters.http.fault.v3.HTTPFault', HTTPFault, {
     delay: f.delay && delayMs !== undefined ? { fixedDelay: duration(delayMs), percentage: percent(f.delay.percentage?.value) } : undefined,
-    abort: f.abort
+    abort: abort
       ? {
           ...(grpc !== undefined
             ? { grpcStatus: typeof grpc === 'number' ? grpc : (GRPC_CODES[String(grpc).toUpperCase()] ?? 2) }
-            : { httpStatus: f.abort.httpStatus ?? 503 }),
-          percentage: percent(f.abort.percentage?.value),
+            : { httpStatus: abort.httpStatus ?? 503 }),
+          percentage: percent(abort.percentage?.value),
         }
       : undefined,
   });
@@ -168,27 +192,51 @@ function corsConfig(route: HTTPRoute): Any | undefined {
   if (!c) return undefined;
   const maxAgeMs = configMs(c.maxAge);
   return pack('envoy.extensions.filters.http.cors.v3.CorsPolicy', CorsPolicy, {
-    allowOriginStringMatch: (c.allowOrigins ?? []).map((o) => stringMatcher(o as StringMatch)).filter((m): m is Shape<StringMatcher> => m !== undefined),
+    allowOriginStringMatch: [...(c.allowOrigins ?? []), ...deprecatedAllowOrigin(c)].map((o) => stringMatcher(o as StringMatch)).filter((m): m is Shape<StringMatcher> => m !== undefined),
     allowMethods: (c.allowMethods ?? []).join(','),
     allowHeaders: (c.allowHeaders ?? []).join(','),
     exposeHeaders: (c.exposeHeaders ?? []).join(','),
     maxAge: maxAgeMs !== undefined ? String(Math.floor(maxAgeMs / 1000)) : '',
     allowCredentials: c.allowCredentials,
+    forwardNotMatchingPreflights: forwardUnmatchedPreflights(c),
   });
 }
 
+type Cors = NonNullable<HTTPRoute['corsPolicy']>;
+
+/** The deprecated `allowOrigin` list: origins matched exactly. */
+function deprecatedAllowOrigin(c: Cors): StringMatch[] {
+  return (c.allowOrigin ?? []).map((exact) => ({ exact }));
+}
+
+/** `unmatchedPreflights` as Envoy's forward_not_matching_preflights (Envoy forwards them when unset). */
+function forwardUnmatchedPreflights(c: Cors): boolean | undefined {
+  if (c.unmatchedPreflights === 'FORWARD') return true;
+  if (c.unmatchedPreflights === 'IGNORE') return false;
+  return undefined;
+}
+
 /** Hash policy for consistent-hash load balancing, from the destination's rule. */
-export function hashPolicy(policy: TrafficPolicy | undefined): Shape<RouteAction>['hashPolicy'] {
+export function hashPolicy(policy: TrafficPolicy | undefined, proxyless = false): Shape<RouteAction>['hashPolicy'] {
   const ch = policy?.loadBalancer?.consistentHash;
   if (!ch) return [];
   if (ch.httpHeaderName) return [{ header: { headerName: ch.httpHeaderName } }];
   if (ch.httpCookie) {
     const ttl = configMs(ch.httpCookie.ttl);
-    return [{ cookie: { name: ch.httpCookie.name ?? '', path: ch.httpCookie.path ?? '', ttl: ttl !== undefined ? duration(ttl) : undefined } }];
+    return [{ cookie: { name: ch.httpCookie.name ?? '', path: ch.httpCookie.path ?? '', ttl: ttl !== undefined ? duration(ttl) : undefined, attributes: cookieAttributes(ch.httpCookie, proxyless) } }];
   }
   if (ch.useSourceIp) return [{ connectionProperties: { sourceIp: true } }];
   if (ch.httpQueryParameterName) return [{ queryParameter: { name: ch.httpQueryParameterName } }];
   return [];
+}
+
+/**
+ * `httpCookie.attributes` as the attributes of the cookie Envoy generates; gRPC clients generate
+ * no cookies, so they get none.
+ */
+function cookieAttributes(cookie: HashCookie, proxyless: boolean): Array<{ name: string; value: string }> | undefined {
+  if (proxyless || !cookie.attributes?.length) return undefined;
+  return cookie.attributes.map((a) => ({ name: a.name, value: a.value ?? '' }));
 }
 
 function routeAction(route: HTTPRoute, ctx: RouteContext): Shape<RouteAction> | undefined {
@@ -217,7 +265,7 @@ function routeAction(route: HTTPRoute, ctx: RouteContext): Shape<RouteAction> | 
   } else {
     action.timeout = duration(timeoutMs);
   }
-  const retry = retryPolicy(route);
+  const retry = retryPolicy(route, ctx.proxyless);
   if (retry) action.retryPolicy = retry;
   if (route.rewrite?.uri !== undefined) action.prefixRewrite = route.rewrite.uri;
   else if (route.rewrite?.uriRegexRewrite) action.regexRewrite = { pattern: { regex: route.rewrite.uriRegexRewrite.match ?? '' }, substitution: route.rewrite.uriRegexRewrite.rewrite ?? '' };
@@ -236,7 +284,7 @@ function routeAction(route: HTTPRoute, ctx: RouteContext): Shape<RouteAction> | 
   if (first?.host) {
     const svc = ctx.push.serviceForHost(resolveHost(first.host, ctx.namespace, ctx.push.mesh.domain), ctx.proxy.namespace);
     if (svc) {
-      const hp = hashPolicy(ctx.push.destinationRule(ctx.proxy, svc)?.spec.trafficPolicy);
+      const hp = hashPolicy(ctx.push.destinationRule(ctx.proxy, svc)?.spec.trafficPolicy, ctx.proxyless);
       if (hp && hp.length > 0) action.hashPolicy = hp;
     }
   }
@@ -302,11 +350,11 @@ export function buildHttpRoutes(vsName: string, http: ReadonlyArray<HTTPRoute>, 
 /** The route used when no VirtualService covers a service: everything to the service's port cluster. */
 export function defaultRoute(service: Service, port: number, ctx: RouteContext): RouteShape {
   const timeout = duration(ctx.defaultTimeoutMs);
-  const hp = hashPolicy(ctx.push.destinationRule(ctx.proxy, service)?.spec.trafficPolicy);
+  const hp = hashPolicy(ctx.push.destinationRule(ctx.proxy, service)?.spec.trafficPolicy, ctx.proxyless);
   const action: Shape<RouteAction> = {
     cluster: outboundClusterName(port, '', service.hostname),
     ...(ctx.proxyless ? { maxStreamDuration: { maxStreamDuration: timeout } } : { timeout }),
-    retryPolicy: retryPolicy({}),
+    retryPolicy: retryPolicy({}, ctx.proxyless),
     hashPolicy: hp,
   };
   return { name: 'default', match: { prefix: '/' }, route: action };
