@@ -16,6 +16,8 @@ export interface MeshSettings {
   readonly clusterLocalHosts?: ReadonlyArray<string>;
   /** Telemetry providers used where a Telemetry names none (`defaultProviders`); absent means none. */
   readonly defaultProviders?: { readonly tracing: ReadonlyArray<string>; readonly metrics: ReadonlyArray<string>; readonly accessLogging: ReadonlyArray<string> };
+  /** Other trust domains whose identities count as this one's (`trustDomainAliases`); absent means none. */
+  readonly trustDomainAliases?: ReadonlyArray<string>;
 }
 
 export const DEFAULT_MESH_SETTINGS: MeshSettings = Object.freeze({
