@@ -302,3 +302,29 @@ describe('client TLS on outbound clusters', () => {
     expect(integrityProblems({ clusters: cl, endpoints: m.generate(proxy, TypeUrl.Endpoint, eds), listeners, routes: m.generate(proxy, TypeUrl.Route, rds) })).toEqual([]);
   });
 });
+
+describe('what is not translated yet is said, not dropped', () => {
+  it('names RequestAuthentications and credentialNames in the diagnostics the daemon logs', () => {
+    const m = modelFromYaml(
+      [
+        `
+apiVersion: security.mesh.io/v1
+kind: RequestAuthentication
+metadata: { name: jwt, namespace: default }
+spec:
+  jwtRules: [{ issuer: "https://issuer.example.com", jwksUri: "https://issuer.example.com/keys" }]
+`,
+        dr('ratings', 'ratings.default.svc.cluster.local', '{ mode: MUTUAL, credentialName: client-cert }'),
+      ].join('---'),
+    );
+    try {
+      const texts = m.model.current().push.policies.diagnostics.map((d) => `${d.kind} ${d.namespace}/${d.name}: ${d.message}`);
+      expect(texts).toEqual([
+        expect.stringMatching(/^RequestAuthentication default\/jwt: RequestAuthentication is not supported yet: tokens are not verified/),
+        expect.stringMatching(/^DestinationRule default\/ratings: tls.credentialName "client-cert" is not served yet/),
+      ]);
+    } finally {
+      m.stop();
+    }
+  });
+});

@@ -9,7 +9,7 @@ import { unknownConditionKeys, unsupportedAttributes } from './attributes.js';
 import type { AuthzPolicy } from './index.js';
 
 export interface PolicyDiagnostic {
-  readonly kind: 'AuthorizationPolicy' | 'RequestAuthentication';
+  readonly kind: 'AuthorizationPolicy' | 'RequestAuthentication' | 'DestinationRule' | 'Gateway';
   readonly namespace: string;
   readonly name: string;
   /** What happens, in a sentence naming the rule or field. */
@@ -57,6 +57,37 @@ export function policyDiagnostics(policies: ReadonlyArray<AuthzPolicy>, requestA
     const say = (message: string): void => void out.push({ kind: 'RequestAuthentication', namespace: ra.meta.namespace, name: ra.meta.name, message });
     say(REQUEST_AUTHN_NOT_SUPPORTED);
     for (const m of waypointTargets(ra.spec)) say(m);
+  }
+  return out;
+}
+
+/** What a `credentialName` does until meshd serves Kubernetes Secrets over SDS (docs/adr/0081). */
+export const CREDENTIAL_NOT_SERVED = 'is not served yet (meshd does not serve Kubernetes Secrets over SDS): the proxy waits for that secret and the TLS it configures does not come up';
+
+interface TlsHolder {
+  readonly tls?: { readonly credentialName?: string; readonly credentialNames?: ReadonlyArray<string> };
+}
+interface DestinationRuleLike {
+  readonly trafficPolicy?: TlsHolder & { readonly portLevelSettings?: ReadonlyArray<TlsHolder> };
+  readonly subsets?: ReadonlyArray<{ readonly name?: string; readonly trafficPolicy?: TlsHolder & { readonly portLevelSettings?: ReadonlyArray<TlsHolder> } }>;
+}
+interface GatewayLike {
+  readonly servers?: ReadonlyArray<TlsHolder>;
+}
+
+const credentialsOf = (h: TlsHolder | undefined): string[] => [...(h?.tls?.credentialName ? [h.tls.credentialName] : []), ...(h?.tls?.credentialNames ?? [])];
+
+/** DestinationRules and Gateways that name a `credentialName`, which this mesh does not serve yet. */
+export function credentialDiagnostics(rules: Iterable<ConfigObject<DestinationRuleLike>>, gateways: Iterable<ConfigObject<GatewayLike>>): PolicyDiagnostic[] {
+  const out: PolicyDiagnostic[] = [];
+  for (const r of rules) {
+    const policies = [r.spec.trafficPolicy, ...(r.spec.subsets ?? []).map((s) => s.trafficPolicy)];
+    const names = new Set(policies.flatMap((p) => [...credentialsOf(p), ...(p?.portLevelSettings ?? []).flatMap(credentialsOf)]));
+    for (const n of names) out.push({ kind: 'DestinationRule', namespace: r.meta.namespace, name: r.meta.name, message: `tls.credentialName "${n}" ${CREDENTIAL_NOT_SERVED}` });
+  }
+  for (const g of gateways) {
+    const names = new Set((g.spec.servers ?? []).flatMap(credentialsOf));
+    for (const n of names) out.push({ kind: 'Gateway', namespace: g.meta.namespace, name: g.meta.name, message: `tls.credentialName "${n}" ${CREDENTIAL_NOT_SERVED}` });
   }
   return out;
 }

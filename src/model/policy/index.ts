@@ -10,7 +10,7 @@ import type { ConfigObject, ConfigStore } from '../../config/types.js';
 import { objectId } from '../../util/identity.js';
 import type { MeshSettings } from '../mesh-settings.js';
 import { labelsMatch } from '../service.js';
-import { policyDiagnostics, type PolicyDiagnostic } from './diagnostics.js';
+import { credentialDiagnostics, policyDiagnostics, type PolicyDiagnostic } from './diagnostics.js';
 
 export type MtlsMode = 'STRICT' | 'PERMISSIVE' | 'DISABLE';
 
@@ -119,7 +119,10 @@ export class PolicyIndex {
       this.authz.set(entry.namespace, list);
     }
     this.hasAuthz = aps.length > 0;
-    this.diagnostics = policyDiagnostics([...this.authz.values()].flat(), input.configs.list('RequestAuthentication'));
+    this.diagnostics = [
+      ...policyDiagnostics([...this.authz.values()].flat(), input.configs.list('RequestAuthentication')),
+      ...credentialDiagnostics(input.configs.list('DestinationRule'), input.configs.list('Gateway')),
+    ];
   }
 
   private memoize<T>(key: string, compute: () => T): T {
