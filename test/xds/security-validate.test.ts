@@ -160,4 +160,22 @@ describe('security policy through a running daemon, validated as Envoy would', (
     expect(inbound.listener_filters.map((f) => f.name)).toContain('envoy.filters.listener.tls_inspector');
     expect(inbound.default_filter_chain.transport_socket).toBeUndefined();
   }, 120_000);
+
+  it('leaves authorization out with --plugins naming no authz, and refuses an unknown plugin by name', async () => {
+    const bare = await startDaemon({ configDir: config.path, args: ['--plugins=authn,ext_authz'] });
+    try {
+      const saved = daemon;
+      daemon = bare;
+      try {
+        const report = await validate();
+        expect(report.ok).toBe(true);
+        expect(JSON.stringify(inboundOf(report))).not.toContain('rbac');
+      } finally {
+        daemon = saved;
+      }
+    } finally {
+      await bare.stop();
+    }
+    await expect(startDaemon({ configDir: config.path, args: ['--plugins=authz,opa'] })).rejects.toThrow(/--plugins: unknown plugin opa \(known: ext_authz, authn, authz\)/);
+  }, 120_000);
 });

@@ -198,3 +198,5 @@ export class PolicyIndex {
 }
 
 const EMPTY_AUTHZ: WorkloadAuthz = Object.freeze({ policies: Object.freeze([]) as ReadonlyArray<AuthzPolicy>, key: '' });
+/** No authorization (`--plugins` without `authz`). */
+export const NO_AUTHZ = EMPTY_AUTHZ;

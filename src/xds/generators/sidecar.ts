@@ -30,6 +30,7 @@ import { destinationCluster, type RouteContext } from '../envoy/routes.js';
 import { TypeUrl } from '../types.js';
 import { generateEndpoints, visibleOutboundClusters } from './common.js';
 import { httpPlan, sidecarRoutes, vipChainMatch } from './sidecar-http.js';
+import { NO_AUTHZ } from '../../model/policy/index.js';
 import { buildInboundListener } from './sidecar-inbound.js';
 import type { GenerateInput, GeneratorSet, GeneratorSettings } from './types.js';
 
@@ -221,7 +222,7 @@ function listeners(input: GenerateInput): ReadonlyArray<EncodedResource> {
   const { proxy, push, endpoints } = input;
   const inbound = inboundPorts(proxy, push, endpoints);
   // ... and the same security policy (mutual TLS and authorization: docs/adr/0080)
-  const policy = `${push.policies.mtlsFor(proxy).key}|${push.policies.authzFor(proxy).key}`;
+  const policy = `${push.policies.mtlsFor(proxy).key}|${input.settings.authz ? push.policies.authzFor(proxy).key : ''}`;
   const memoKey = `lds-sidecar|${push.scopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}|${policy}`;
   return push.memoizeWithEndpoints(memoKey, endpoints, () => sidecarListeners(inbound, input));
 }
@@ -253,7 +254,7 @@ function sidecarListeners(inbound: ReadonlyArray<InboundPort>, input: GenerateIn
   );
   const { proxy } = input;
   const mtls = push.policies.mtlsFor(proxy);
-  const authz = push.policies.authzFor(proxy);
+  const authz = settings.authz ? push.policies.authzFor(proxy) : NO_AUTHZ;
   out.push(
     cache.getOrBuild('lds', `lv-in|${JSON.stringify(inbound)}|${JSON.stringify(settings)}|${mtls.key}|${authz.key}|m${objectId(push.mesh)}`, () => ({
       name: VIRTUAL_INBOUND_LISTENER,
