@@ -4,7 +4,7 @@
  * transport sockets. Every resource here is decoded with the Envoy protos; the daemon test beside
  * it runs the same kind of configuration through Envoy's validation rules.
  */
-import { modelFromYaml, sidecar, grpcClient, TypeUrl } from '../support/model.js';
+import { modelFromYaml, sidecar, grpcClient, router, TypeUrl } from '../support/model.js';
 import { hcmOf } from '../support/decode.js';
 import { integrityProblems } from './integrity.js';
 import { DownstreamTlsContext, UpstreamTlsContext } from '../../src/gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
@@ -323,6 +323,32 @@ spec:
         expect.stringMatching(/^RequestAuthentication default\/jwt: RequestAuthentication is not supported yet: tokens are not verified/),
         expect.stringMatching(/^DestinationRule default\/ratings: tls.credentialName "client-cert" is not served yet/),
       ]);
+    } finally {
+      m.stop();
+    }
+  });
+});
+
+describe('gateway MESH_MUTUAL', () => {
+  it('terminates mesh mutual TLS with the gateway’s own identity from its agent, peers checked against the trust domain', () => {
+    const m = modelFromYaml(`
+apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: { name: mesh-in, namespace: mesh-system }
+spec:
+  selector: { app: mesh-ingressgateway }
+  servers:
+    - port: { number: 15443, name: tls, protocol: HTTPS }
+      hosts: ["*/echo.example.com"]
+      tls: { mode: MESH_MUTUAL }
+`);
+    try {
+      const [l] = m.generate(router(), TypeUrl.Listener);
+      const ctx = serverTls(l.filterChains[0])!;
+      expect(ctx.requireClientCertificate).toBe(true);
+      expect(ctx.commonTlsContext?.tlsCertificateSdsSecretConfigs.map((s) => [s.name, s.sdsConfig?.apiConfigSource?.grpcServices[0]?.envoyGrpc?.clusterName])).toEqual([['default', 'sds-grpc']]);
+      expect(ctx.commonTlsContext?.combinedValidationContext?.validationContextSdsSecretConfig?.name).toBe('ROOTCA');
+      expect(ctx.commonTlsContext?.combinedValidationContext?.defaultValidationContext?.matchTypedSubjectAltNames.map((s) => s.matcher?.prefix)).toEqual(['spiffe://cluster.local/']);
     } finally {
       m.stop();
     }

@@ -20,7 +20,7 @@ import { buildListener, hcmFilter, originalDstListenerFilter, tcpProxyFilter, tl
 import { INBOUND_CAPTURE_PORT, INBOUND_PASSTHROUGH_CLUSTER, VIRTUAL_INBOUND_LISTENER, inboundClusterName } from '../envoy/names.js';
 import type { Shape } from '../envoy/pack.js';
 import { httpAuthzFilters, networkAuthzFilters, type FilterShape } from '../envoy/security/authz.js';
-import { MESH_ALPN, meshServerTls } from '../envoy/security/tls.js';
+import { MESH_ALPN, acceptedTrustDomains, meshServerTls } from '../envoy/security/tls.js';
 import type { InboundPort } from './sidecar.js';
 
 export interface InboundInput {
@@ -29,11 +29,6 @@ export interface InboundInput {
   readonly authz: WorkloadAuthz;
   readonly mesh: MeshSettings;
   readonly hcm: Omit<HcmOptions, 'statPrefix' | 'routeConfig' | 'leadingFilters'>;
-}
-
-/** The trust domains whose identities the workload accepts: the mesh's and its aliases. */
-export function acceptedTrustDomains(mesh: MeshSettings): string[] {
-  return [...new Set([mesh.trustDomain, ...(mesh.trustDomainAliases ?? [])])];
 }
 
 /** Server ALPN of inbound mesh TLS: what the application protocols may negotiate. */

@@ -13,6 +13,7 @@ import {
 import { SubjectAltNameMatcher_SanType, type SubjectAltNameMatcher } from '../../../gen/envoy/extensions/transport_sockets/tls/v3/common.js';
 import type { StringMatcher } from '../../../gen/envoy/type/matcher/v3/string.js';
 import type { ClientTLSSettings } from '../../../gen/config/schemas.js';
+import type { MeshSettings } from '../../../model/mesh-settings.js';
 import { Filters } from '../names.js';
 import { pack, type Shape } from '../pack.js';
 import {
@@ -31,6 +32,11 @@ import {
  * mesh TLS from an application's own TLS by it (docs/adr/0081).
  */
 export const MESH_ALPN = 'mesh-mtls';
+
+/** The trust domains whose identities a workload accepts: the mesh's and its aliases. */
+export function acceptedTrustDomains(mesh: Pick<MeshSettings, 'trustDomain' | 'trustDomainAliases'>): string[] {
+  return [...new Set([mesh.trustDomain, ...(mesh.trustDomainAliases ?? [])])];
+}
 
 export type TransportSocketShape = { readonly name: string; readonly typedConfig: ReturnType<typeof pack> };
 
