@@ -63,6 +63,9 @@ const envoyRoots = [
   'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
   'envoy/admin/v3/config_dump.proto',
   'envoy/extensions/transport_sockets/raw_buffer/v3/raw_buffer.proto',
+  // security policy (docs/adr/0081): authorization filters
+  'envoy/extensions/filters/http/rbac/v3/rbac.proto',
+  'envoy/extensions/filters/network/rbac/v3/rbac.proto',
 ];
 
 function listProtos(dir) {

@@ -26,6 +26,15 @@ function securityFrom(o: DiscoveryOptions, env: DaemonEnv): { settings: Security
   return { settings, notes };
 }
 
+/** What `--plugins` may name; each turns one part of the security translation on (docs/adr/0082). */
+const PLUGINS = ['ext_authz', 'authn', 'authz'];
+
+function pluginsFrom(o: DiscoveryOptions): { authz: boolean } {
+  const unknown = o.plugins.filter((p) => !PLUGINS.includes(p));
+  if (unknown.length > 0) throw new ConfigError([`--plugins: unknown plugin${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${PLUGINS.join(', ')})`]);
+  return { authz: o.plugins.includes('authz') };
+}
+
 /** Resolves parsed flags and environment into what the running daemon uses. */
 export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonConfig {
   const security = securityFrom(o, env);
@@ -77,6 +86,7 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
       httpDelayedCloseTimeoutMs: env.DISC_HTTP_DELAYED_CLOSE_TIMEOUT,
       gatewayStripHostPort: env.MESH_GATEWAY_STRIP_HOST_PORT,
       routeCollapse: env.DISC_ENABLE_ROUTE_COLLAPSE_OPTIMIZATION,
+      authz: pluginsFrom(o).authz,
     },
     ads: {
       pushThrottle: env.DISC_PUSH_THROTTLE,

@@ -28,6 +28,7 @@ export function meshSettingsFrom(mc: MeshConfig, base: { domain: string; cluster
     enableAutoMtls: mc.enableAutoMtls ?? d.enableAutoMtls,
     accessLogFile: mc.accessLogFile ?? d.accessLogFile,
     clusterLocalHosts: clusterLocalHostsOf(mc),
+    ...(mc.trustDomainAliases?.length ? { trustDomainAliases: mc.trustDomainAliases } : {}),
     ...(mc.defaultProviders
       ? { defaultProviders: { tracing: mc.defaultProviders.tracing ?? [], metrics: mc.defaultProviders.metrics ?? [], accessLogging: mc.defaultProviders.accessLogging ?? [] } }
       : {}),

@@ -13,6 +13,7 @@ import type { MeshSettings } from './mesh-settings.js';
 import { PushContext, type FeatureFlags } from './push-context.js';
 import type { RegistryEvent, ServiceRegistry } from './registry.js';
 import type { Endpoint } from './service.js';
+import { diagnosticText } from './policy/diagnostics.js';
 
 export interface MeshModelOptions {
   readonly debounceAfterMs: number;
@@ -32,6 +33,8 @@ export class MeshModel {
   private readonly edsDebouncer: Debouncer;
   private readonly listeners = new Set<(req: PushRequest) => void>();
   private unsubscribers: Array<() => void> = [];
+  /** Policy diagnostics already logged (text), so each is said once while it lasts. */
+  private saidDiagnostics = new Set<string>();
 
   constructor(
     private readonly store: ConfigStore,
@@ -93,11 +96,23 @@ export class MeshModel {
     const version = `${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}/${++this.versionCounter}`;
     const push = PushContext.build({ version, configs: this.store, services: this.registry.services(), mesh: this.mesh, features: this.opts.features });
     this.metrics.services.set(push.services.length);
+    this.logPolicyDiagnostics(push);
     const shadowed = this.registry.shadowedServices?.() ?? [];
     this.metrics.duplicateClusters.set(shadowed.length);
     if (shadowed.length > 0) this.log.warn({ shadowed: shadowed.slice(0, 20), count: shadowed.length }, 'model: hosts defined by more than one registry; the first registry wins');
     this.metrics.virtualServices.set(push.virtualServiceCount);
     return push;
+  }
+
+  /** Logs what the security translation leaves out or changes, once per diagnostic while it lasts. */
+  private logPolicyDiagnostics(push: PushContext): void {
+    const now = new Set<string>();
+    for (const d of push.policies.diagnostics) {
+      const text = diagnosticText(d);
+      now.add(text);
+      if (!this.saidDiagnostics.has(text)) this.log.warn({ kind: d.kind, namespace: d.namespace, name: d.name }, `policy: ${text}`);
+    }
+    this.saidDiagnostics = now;
   }
 
   private rebuildAll(): void {

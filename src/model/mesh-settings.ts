@@ -20,6 +20,8 @@ export interface MeshSettings {
   readonly defaultProviders?: { readonly tracing: ReadonlyArray<string>; readonly metrics: ReadonlyArray<string>; readonly accessLogging: ReadonlyArray<string> };
   /** The proxies' defaults (`defaultConfig`), which the sidecar injector gives each proxy; absent means none. */
   readonly proxyDefaults?: ProxyDefaults;
+  /** Other trust domains whose identities count as this one's (`trustDomainAliases`); absent means none. */
+  readonly trustDomainAliases?: ReadonlyArray<string>;
 }
 
 export const DEFAULT_MESH_SETTINGS: MeshSettings = Object.freeze({

@@ -4,6 +4,7 @@ import { hostMatches, hostSpecificity, resolveHost, visibleTo } from './host.js'
 import type { MeshSettings } from './mesh-settings.js';
 import type { Proxy } from './proxy.js';
 import { labelsMatch, type Service } from './service.js';
+import { PolicyIndex } from './policy/index.js';
 
 /** A VirtualService after host resolution, gateway resolution and delegate merging. */
 export interface ResolvedVirtualService {
@@ -77,6 +78,8 @@ export class PushContext {
   readonly virtualServiceCount: number;
   /** True when some route matches on the client's labels or namespace: routes are then per client. */
   readonly usesSourceMatch: boolean;
+  /** Security policies by workload (docs/adr/0080). */
+  readonly policies: PolicyIndex;
 
   private constructor(input: PushContextInput) {
     this.version = input.version;
@@ -112,6 +115,7 @@ export class PushContext {
     }
     this.gateways = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
     this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
+    this.policies = new PolicyIndex({ configs: input.configs, mesh: this.mesh });
   }
 
   static build(input: PushContextInput): PushContext {

@@ -125,8 +125,9 @@ describe('sidecar generators', () => {
     const names = listeners.map((l) => l.name);
     expect(names).toEqual(expect.arrayContaining(['virtualOutbound', 'virtualInbound', '0.0.0.0_7070', '0.0.0.0_9080', '10.96.0.12_5432']));
     const inbound = listeners.find((l) => l.name === 'virtualInbound')!;
-    // 127.0.0.1 hosts every Mock endpoint: one chain per target port
-    expect(inbound.filterChains.map((c) => c.filterChainMatch?.destinationPort)).toEqual([15432, 17070, 17071, 19080]);
+    // 127.0.0.1 hosts every Mock endpoint: chains per target port (PERMISSIVE by default: mesh TLS,
+    // other TLS, plaintext), then the mesh TLS and other TLS chains of undeclared ports
+    expect(inbound.filterChains.map((c) => c.filterChainMatch?.destinationPort)).toEqual([15432, 15432, 15432, 17070, 17070, 17070, 17071, 17071, 17071, 19080, 19080, 19080, undefined, undefined]);
     const db = listeners.find((l) => l.name === '10.96.0.12_5432')!;
     expect(tcpProxiesOf(db)[0].cluster).toBe('outbound|5432||db.data.svc.cluster.local');
   });

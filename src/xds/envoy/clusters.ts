@@ -11,7 +11,6 @@ import {
 } from '../../gen/envoy/config/cluster/v3/cluster.js';
 import { ApiVersion } from '../../gen/envoy/config/core/v3/config_source.js';
 import { HttpProtocolOptions } from '../../gen/envoy/extensions/upstreams/http/v3/http_protocol_options.js';
-import { UpstreamTlsContext } from '../../gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
 import { RawBuffer } from '../../gen/envoy/extensions/transport_sockets/raw_buffer/v3/raw_buffer.js';
 import type { KeepaliveSettings } from '../../gen/envoy/config/core/v3/protocol.js';
 import type { Duration } from '../../gen/google/protobuf/duration.js';
@@ -20,6 +19,7 @@ import type { MeshSettings } from '../../model/mesh-settings.js';
 import { isHttp2Protocol, type Service, type ServicePort } from '../../model/service.js';
 import { BLACKHOLE_CLUSTER, Filters, INBOUND_PASSTHROUGH_CLUSTER, PASSTHROUGH_CLUSTER, inboundClusterName } from './names.js';
 import { configMs, duration, msg, pack, socketAddress, type Mutable, type Shape } from './pack.js';
+import { MESH_ALPN, destinationRuleTls, meshClientTls } from './security/tls.js';
 
 export type ClusterShape = Shape<Cluster>;
 
@@ -107,11 +107,12 @@ export function buildOutboundCluster(input: OutboundClusterInput): Cluster {
   applyConnectionPool(c, policy, isHttp2Protocol(port.protocol), input.proxyless);
   applyOutlierDetection(c, policy);
   if (!input.proxyless) applyEnvoyOnlyPolicy(c, policy, service.resolution !== 'Passthrough');
-  const tls = buildUpstreamTls(policy, service, mesh, input.proxyless);
+  const tls = buildUpstreamTls(input);
   if (tls) c.transportSocket = tls;
   else if (!input.proxyless && mesh.enableAutoMtls && !service.meshExternal && !policy?.tls) {
+    // auto mutual TLS: mesh TLS toward endpoints labelled as having a sidecar, plaintext toward the others
     c.transportSocketMatches = [
-      { name: 'tlsMode-mesh', match: { tlsMode: 'mesh' }, transportSocket: meshMtlsSocket(service) },
+      { name: 'tlsMode-mesh', match: { tlsMode: 'mesh' }, transportSocket: meshClientTls('sds', meshSni(name), identitiesOf(service), [MESH_ALPN, 'h2', 'http/1.1']) },
       { name: 'tlsMode-disabled', match: {}, transportSocket: { name: Filters.rawBuffer, typedConfig: pack('envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer', RawBuffer, {}) } },
     ];
   }
@@ -314,54 +315,30 @@ function applyOutlierDetection(c: Mutable<ClusterShape>, policy: TrafficPolicy |
   if (od.minHealthPercent !== undefined) c.commonLbConfig = { healthyPanicThreshold: { value: od.minHealthPercent } };
 }
 
-const SDS_ADS = { ads: {}, resourceApiVersion: ApiVersion.V3 } as const;
-
-function meshMtlsSocket(service: Service, sni?: string): ClusterShape['transportSocket'] {
-  return {
-    name: Filters.tls,
-    typedConfig: pack('envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', UpstreamTlsContext, {
-      sni: sni ?? `outbound_.${service.hostname}`,
-      commonTlsContext: {
-        tlsCertificateSdsSecretConfigs: [{ name: 'default', sdsConfig: SDS_ADS }],
-        combinedValidationContext: {
-          defaultValidationContext: {
-            matchTypedSubjectAltNames: service.serviceAccounts
-              .filter((sa) => sa.startsWith('spiffe://'))
-              .map((sa) => ({ sanType: 5 /* URI */, matcher: { exact: sa } })),
-          },
-          validationContextSdsSecretConfig: { name: 'ROOTCA', sdsConfig: SDS_ADS },
-        },
-        alpnProtocols: ['h2', 'http/1.1'],
-      },
-    }),
-  };
+/** The SNI of mesh mutual TLS toward a cluster: `outbound_.<port>_.<subset>_.<host>` (its name, reshaped). */
+export function meshSni(clusterName: string): string {
+  return clusterName.split('|').join('_.');
 }
 
-function buildUpstreamTls(policy: TrafficPolicy | undefined, service: Service, mesh: MeshSettings, proxyless: boolean): ClusterShape['transportSocket'] | undefined {
-  const tls = policy?.tls;
+/** A destination's identities: the SPIFFE URIs of its service accounts (what mesh TLS verifies). */
+function identitiesOf(service: Service): string[] {
+  return service.serviceAccounts.filter((sa) => sa.startsWith('spiffe://'));
+}
+
+/**
+ * Client TLS of a DestinationRule (docs/adr/0081): DISABLE none; SIMPLE and MUTUAL as written (files,
+ * or `credentialName` over SDS); MESH_MUTUAL the mesh identity, with the rule's `sni` and
+ * `subjectAltNames` replacing the defaults when given. Proxyless gRPC clients take the mesh identity
+ * from their certificate provider instances.
+ */
+function buildUpstreamTls(input: OutboundClusterInput): ClusterShape['transportSocket'] | undefined {
+  const tls = input.policy?.tls;
   if (!tls || !tls.mode || tls.mode === 'DISABLE') return undefined;
-  if (tls.mode === 'MESH_MUTUAL') return proxyless ? undefined : meshMtlsSocket(service, tls.sni);
-  const sans = tls.subjectAltNames ?? [];
-  return {
-    name: Filters.tls,
-    typedConfig: pack('envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', UpstreamTlsContext, {
-      sni: tls.sni ?? service.hostname,
-      commonTlsContext: {
-        tlsCertificates:
-          tls.mode === 'MUTUAL' && tls.clientCertificate && tls.privateKey
-            ? [{ certificateChain: { filename: tls.clientCertificate }, privateKey: { filename: tls.privateKey } }]
-            : [],
-        tlsCertificateSdsSecretConfigs: tls.credentialName ? [{ name: tls.credentialName, sdsConfig: SDS_ADS }] : [],
-        validationContext:
-          tls.insecureSkipVerify || (!tls.caCertificates && sans.length === 0)
-            ? undefined
-            : {
-                trustedCa: tls.caCertificates ? { filename: tls.caCertificates } : undefined,
-                matchTypedSubjectAltNames: sans.map((s) => ({ sanType: 2 /* DNS */, matcher: { exact: s } })),
-              },
-      },
-    }),
-  };
+  if (tls.mode === 'MESH_MUTUAL') {
+    const sans = tls.subjectAltNames && tls.subjectAltNames.length > 0 ? tls.subjectAltNames : identitiesOf(input.service);
+    return meshClientTls(input.proxyless ? 'provider' : 'sds', tls.sni || meshSni(input.name), sans, input.proxyless ? [] : [MESH_ALPN, 'h2', 'http/1.1']);
+  }
+  return destinationRuleTls(tls, input.service.hostname);
 }
 
 /** Inbound cluster for a port of the proxy's own workload. */

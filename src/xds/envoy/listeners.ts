@@ -31,14 +31,16 @@ export interface HcmOptions {
   readonly http10?: boolean;
   readonly delayedCloseTimeoutMs?: number;
   readonly stripHostPort?: boolean;
+  /** Filters that go before the others (authorization: docs/adr/0082). */
+  readonly leadingFilters?: ReadonlyArray<Shape<HttpFilter>>;
 }
 
-function httpFilters(proxyless: boolean): Shape<HttpFilter>[] {
+function httpFilters(proxyless: boolean, leading: ReadonlyArray<Shape<HttpFilter>> = []): Shape<HttpFilter>[] {
   const fault = { name: Filters.fault, typedConfig: pack('envoy.extensions.filters.http.fault.v3.HTTPFault', HTTPFault, {}) };
   const router = { name: Filters.router, typedConfig: pack('envoy.extensions.filters.http.router.v3.Router', Router, {}) };
-  if (proxyless) return [fault, router];
+  if (proxyless) return [...leading, fault, router];
   const cors = { name: Filters.cors, typedConfig: pack('envoy.extensions.filters.http.cors.v3.Cors', Cors, {}) };
-  return [cors, fault, router];
+  return [...leading, cors, fault, router];
 }
 
 export function httpConnectionManager(o: HcmOptions): Shape<HttpConnectionManager> {
@@ -47,7 +49,7 @@ export function httpConnectionManager(o: HcmOptions): Shape<HttpConnectionManage
     codecType: HttpConnectionManager_CodecType.AUTO,
     rds: o.rds !== undefined ? { routeConfigName: o.rds, configSource: { ads: {}, resourceApiVersion: ApiVersion.V3 } } : undefined,
     routeConfig: o.routeConfig,
-    httpFilters: httpFilters(o.proxyless),
+    httpFilters: httpFilters(o.proxyless, o.leadingFilters),
     useRemoteAddress: o.useRemoteAddress,
     httpProtocolOptions: o.http10 ? { acceptHttp10: true } : undefined,
     delayedCloseTimeout: o.delayedCloseTimeoutMs !== undefined ? duration(o.delayedCloseTimeoutMs) : undefined,

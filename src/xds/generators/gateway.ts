@@ -12,6 +12,7 @@ import { ApiVersion } from '../../gen/envoy/config/core/v3/config_source.js';
 import type { ConfigObject } from '../../config/types.js';
 import type { Gateway, GatewayServer } from '../../config/spec-types.js';
 import { hostMatches } from '../../model/host.js';
+import type { MeshSettings } from '../../model/mesh-settings.js';
 import type { Proxy } from '../../model/proxy.js';
 import type { PushContext } from '../../model/push-context.js';
 import { objectId } from '../../util/identity.js';
@@ -20,6 +21,7 @@ import { buildBlackholeCluster } from '../envoy/clusters.js';
 import { buildListener, hcmFilter, tcpProxyFilter, tlsInspectorListenerFilter, type FilterChainShape } from '../envoy/listeners.js';
 import { BLACKHOLE_CLUSTER, Filters } from '../envoy/names.js';
 import { encode, msg, pack, type Shape } from '../envoy/pack.js';
+import { acceptedTrustDomains, meshServerTls } from '../envoy/security/tls.js';
 import { buildHttpRoutes, destinationCluster, type RouteContext } from '../envoy/routes.js';
 import { TypeUrl } from '../types.js';
 import { generateEndpoints, visibleOutboundClusters } from './common.js';
@@ -69,18 +71,20 @@ function caFileOf(tls: NonNullable<GatewayServer['tls']>): string | undefined {
   return tls.caCertificates || (tls.tlsCertificates ?? []).find((c) => c.caCertificates)?.caCertificates || undefined;
 }
 
-function downstreamTls(s: GatewayServer): ReturnType<typeof pack> {
+function downstreamTls(s: GatewayServer, mesh: MeshSettings): ReturnType<typeof pack> {
   const tls = s.tls!;
+  // the gateway's own mesh identity, from its agent's SDS like a sidecar's (docs/adr/0081)
+  if (tls.mode === 'MESH_MUTUAL') return meshServerTls('sds', acceptedTrustDomains(mesh), ['h2', 'http/1.1']).typedConfig;
   const sds = { ads: {}, resourceApiVersion: ApiVersion.V3 };
   return pack('envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext', DownstreamTlsContext, {
-    requireClientCertificate: tls.mode === 'MUTUAL' || tls.mode === 'MESH_MUTUAL' ? true : undefined,
+    requireClientCertificate: tls.mode === 'MUTUAL' ? true : undefined,
     commonTlsContext: {
       alpnProtocols: ['h2', 'http/1.1'],
       tlsCertificates: [
         ...(tls.serverCertificate && tls.privateKey ? [{ certificateChain: { filename: tls.serverCertificate }, privateKey: { filename: tls.privateKey } }] : []),
         ...(tls.tlsCertificates ?? []).map((c) => ({ certificateChain: { filename: c.serverCertificate ?? '' }, privateKey: { filename: c.privateKey ?? '' } })),
       ],
-      tlsCertificateSdsSecretConfigs: tls.credentialName ? [{ name: tls.credentialName, sdsConfig: sds }] : tls.mode === 'MESH_MUTUAL' ? [{ name: 'default', sdsConfig: sds }] : [],
+      tlsCertificateSdsSecretConfigs: tls.credentialName ? [{ name: tls.credentialName, sdsConfig: sds }] : [],
       validationContext: caFileOf(tls) ? { trustedCa: { filename: caFileOf(tls) } } : undefined,
     },
   });
@@ -108,7 +112,7 @@ function listeners({ proxy, push, cache }: GenerateInput): EncodedResource[] {
             sni.forEach((h) => seenSni.add(h));
             chains.push({
               filterChainMatch: sni.length > 0 ? { serverNames: sni } : undefined,
-              transportSocket: { name: Filters.tls, typedConfig: downstreamTls(b.server) },
+              transportSocket: { name: Filters.tls, typedConfig: downstreamTls(b.server, push.mesh) },
               filters: [
                 isHttpServer(b.server)
                   ? hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false })

@@ -14,10 +14,9 @@ import { contentHash } from '../../util/hash.js';
 import { objectId } from '../../util/identity.js';
 import type { EncodedResource } from '../cache.js';
 import { buildBlackholeCluster, buildInboundCluster, buildPassthroughCluster } from '../envoy/clusters.js';
-import { buildListener, hcmFilter, originalDstListenerFilter, tcpProxyFilter, tlsInspectorListenerFilter, type FilterChainShape } from '../envoy/listeners.js';
+import { buildListener, hcmFilter, tcpProxyFilter, tlsInspectorListenerFilter, type FilterChainShape } from '../envoy/listeners.js';
 import {
   BLACKHOLE_CLUSTER,
-  INBOUND_CAPTURE_PORT,
   INBOUND_PASSTHROUGH_CLUSTER,
   OUTBOUND_CAPTURE_PORT,
   PASSTHROUGH_CLUSTER,
@@ -31,6 +30,8 @@ import { destinationCluster, type RouteContext } from '../envoy/routes.js';
 import { TypeUrl } from '../types.js';
 import { generateEndpoints, visibleOutboundClusters } from './common.js';
 import { httpPlan, sidecarRoutes, vipChainMatch } from './sidecar-http.js';
+import { NO_AUTHZ } from '../../model/policy/index.js';
+import { buildInboundListener } from './sidecar-inbound.js';
 import type { GenerateInput, GeneratorSet, GeneratorSettings } from './types.js';
 
 /** A port of the proxy's own workload, from the endpoints that carry the proxy's IP. */
@@ -220,7 +221,9 @@ function listeners(input: GenerateInput): ReadonlyArray<EncodedResource> {
   // Proxies of one scope with the same inbound ports share one list, so one response frame.
   const { proxy, push, endpoints } = input;
   const inbound = inboundPorts(proxy, push, endpoints);
-  const memoKey = `lds-sidecar|${push.scopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}`;
+  // ... and the same security policy (mutual TLS and authorization: docs/adr/0080)
+  const policy = `${push.policies.mtlsFor(proxy).key}|${input.settings.authz ? push.policies.authzFor(proxy).key : ''}`;
+  const memoKey = `lds-sidecar|${push.scopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}|${policy}`;
   return push.memoizeWithEndpoints(memoKey, endpoints, () => sidecarListeners(inbound, input));
 }
 
@@ -249,38 +252,14 @@ function sidecarListeners(inbound: ReadonlyArray<InboundPort>, input: GenerateIn
       ),
     })),
   );
+  const { proxy } = input;
+  const mtls = push.policies.mtlsFor(proxy);
+  const authz = settings.authz ? push.policies.authzFor(proxy) : NO_AUTHZ;
   out.push(
-    cache.getOrBuild('lds', `lv-in|${JSON.stringify(inbound)}|${JSON.stringify(settings)}`, () => ({
+    cache.getOrBuild('lds', `lv-in|${JSON.stringify(inbound)}|${JSON.stringify(settings)}|${mtls.key}|${authz.key}|m${objectId(push.mesh)}`, () => ({
       name: VIRTUAL_INBOUND_LISTENER,
       typeUrl: TypeUrl.Listener,
-      bytes: encode(
-        Listener,
-        buildListener({
-          name: VIRTUAL_INBOUND_LISTENER,
-          address: '0.0.0.0',
-          port: INBOUND_CAPTURE_PORT,
-          direction: 'inbound',
-          listenerFilters: [originalDstListenerFilter()],
-          filterChains: inbound.map((p) => {
-            const cluster = inboundClusterName(p.port);
-            const filters = isHttpProtocol(p.protocol)
-              ? [
-                  hcmFilter({
-                    ...hcmOptions(settings, cluster),
-                    routeConfig: {
-                      name: cluster,
-                      virtualHosts: [
-                        { name: `inbound|http|${p.port}`, domains: ['*'], routes: [{ name: 'default', match: { prefix: '/' }, route: { cluster, timeout: { seconds: 0, nanos: 0 } } }] },
-                      ],
-                    },
-                  }),
-                ]
-              : [tcpProxyFilter(cluster, cluster)];
-            return { name: cluster, filterChainMatch: { destinationPort: p.port }, filters };
-          }),
-          defaultFilterChain: { name: 'virtualInbound-catchall', filters: [tcpProxyFilter(INBOUND_PASSTHROUGH_CLUSTER, INBOUND_PASSTHROUGH_CLUSTER)] },
-        }),
-      ),
+      bytes: encode(Listener, buildInboundListener({ ports: inbound, mtls, authz, mesh: push.mesh, hcm: hcmOptions(settings, '') })),
     })),
   );
   out.push(...outboundListeners(input));

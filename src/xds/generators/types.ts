@@ -14,6 +14,8 @@ export interface GeneratorSettings {
   readonly gatewayStripHostPort: boolean;
   /** DISC_ENABLE_ROUTE_COLLAPSE_OPTIMIZATION: sidecar virtual hosts with identical routes are merged. */
   readonly routeCollapse: boolean;
+  /** `--plugins` names `authz`: AuthorizationPolicies become RBAC filters (docs/adr/0082). */
+  readonly authz: boolean;
 }
 
 export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
@@ -24,6 +26,7 @@ export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
   httpDelayedCloseTimeoutMs: 1000,
   gatewayStripHostPort: false,
   routeCollapse: true,
+  authz: true,
 });
 
 /** Everything a generator reads. Generators are pure functions of this input. */

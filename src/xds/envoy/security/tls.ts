@@ -1,0 +1,162 @@
+/**
+ * TLS transport sockets (docs/adr/0081): mesh mutual TLS on both ends (the workload certificate
+ * and the trust bundle from the agent over SDS for Envoy, from certificate provider instances for
+ * proxyless gRPC), DestinationRule client TLS (SIMPLE, MUTUAL, MESH_MUTUAL; files or a
+ * `credentialName` asked for over SDS on the ADS stream).
+ */
+import { ApiConfigSource_ApiType, ApiVersion, type ConfigSource } from '../../../gen/envoy/config/core/v3/config_source.js';
+import {
+  DownstreamTlsContext,
+  UpstreamTlsContext,
+  type CommonTlsContext,
+} from '../../../gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
+import { SubjectAltNameMatcher_SanType, type SubjectAltNameMatcher } from '../../../gen/envoy/extensions/transport_sockets/tls/v3/common.js';
+import type { StringMatcher } from '../../../gen/envoy/type/matcher/v3/string.js';
+import type { ClientTLSSettings } from '../../../gen/config/schemas.js';
+import type { MeshSettings } from '../../../model/mesh-settings.js';
+import { Filters } from '../names.js';
+import { pack, type Shape } from '../pack.js';
+import {
+  AGENT_SDS_CLUSTER,
+  GRPC_CERT_PROVIDER,
+  GRPC_IDENTITY_CERT,
+  GRPC_ROOT_CERT,
+  ROOT_SECRET,
+  WORKLOAD_SECRET,
+  credentialCaSecretName,
+  credentialSecretName,
+} from './names.js';
+
+/**
+ * The ALPN value a sidecar offers first when it opens mesh mutual TLS: inbound PERMISSIVE ports tell
+ * mesh TLS from an application's own TLS by it (docs/adr/0081).
+ */
+export const MESH_ALPN = 'mesh-mtls';
+
+/** The trust domains whose identities a workload accepts: the mesh's and its aliases. */
+export function acceptedTrustDomains(mesh: Pick<MeshSettings, 'trustDomain' | 'trustDomainAliases'>): string[] {
+  return [...new Set([mesh.trustDomain, ...(mesh.trustDomainAliases ?? [])])];
+}
+
+export type TransportSocketShape = { readonly name: string; readonly typedConfig: ReturnType<typeof pack> };
+
+/** SDS served by the sidecar agent over its Unix socket (a cluster of the bootstrap). */
+export const AGENT_SDS: Shape<ConfigSource> = Object.freeze({
+  apiConfigSource: {
+    apiType: ApiConfigSource_ApiType.GRPC,
+    transportApiVersion: ApiVersion.V3,
+    grpcServices: [{ envoyGrpc: { clusterName: AGENT_SDS_CLUSTER } }],
+    setNodeOnFirstMessageOnly: true,
+  },
+  resourceApiVersion: ApiVersion.V3,
+});
+
+/** SDS served by meshd on the ADS stream (Secret credentials). */
+export const ADS_SDS: Shape<ConfigSource> = Object.freeze({ ads: {}, resourceApiVersion: ApiVersion.V3 });
+
+/** Where the mesh identity comes from: the agent's SDS (Envoy) or certificate provider instances (gRPC). */
+export type IdentitySource = 'sds' | 'provider';
+
+const providerInstance = (certificateName: string): { instanceName: string; certificateName: string } => ({ instanceName: GRPC_CERT_PROVIDER, certificateName });
+
+/** The workload certificate part of a common TLS context. */
+function workloadIdentity(source: IdentitySource): Shape<CommonTlsContext> {
+  return source === 'sds'
+    ? { tlsCertificateSdsSecretConfigs: [{ name: WORKLOAD_SECRET, sdsConfig: AGENT_SDS }] }
+    : { tlsCertificateProviderInstance: providerInstance(GRPC_IDENTITY_CERT) };
+}
+
+const uriSan = (m: Shape<StringMatcher>): Shape<SubjectAltNameMatcher> => ({ sanType: SubjectAltNameMatcher_SanType.URI, matcher: m });
+
+/**
+ * The server side of mesh mutual TLS: the workload's certificate, client certificates required and
+ * verified against the mesh roots; for Envoy, peers must also be of an accepted trust domain.
+ * gRPC servers cannot match SANs (gRFC A29), so they check the roots only.
+ */
+export function meshServerTls(source: IdentitySource, trustDomains: ReadonlyArray<string> | undefined, alpn: ReadonlyArray<string>): TransportSocketShape {
+  const validation: Shape<CommonTlsContext> =
+    source === 'sds'
+      ? {
+          combinedValidationContext: {
+            defaultValidationContext: trustDomains && trustDomains.length > 0 ? { matchTypedSubjectAltNames: trustDomains.map((td) => uriSan({ prefix: `spiffe://${td}/` })) } : {},
+            validationContextSdsSecretConfig: { name: ROOT_SECRET, sdsConfig: AGENT_SDS },
+          },
+        }
+      : { validationContext: { caCertificateProviderInstance: providerInstance(GRPC_ROOT_CERT) } };
+  return {
+    name: Filters.tls,
+    typedConfig: pack('envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext', DownstreamTlsContext, {
+      requireClientCertificate: true,
+      commonTlsContext: { ...workloadIdentity(source), ...validation, alpnProtocols: [...alpn] },
+    }),
+  };
+}
+
+/**
+ * The client side of mesh mutual TLS toward `sni`: the workload certificate, the server verified
+ * against the mesh roots and, when the destination's identities are known, against them (SPIFFE URIs).
+ */
+export function meshClientTls(source: IdentitySource, sni: string, identities: ReadonlyArray<string>, alpn: ReadonlyArray<string>): TransportSocketShape {
+  const sans = identities.filter((i) => i.startsWith('spiffe://'));
+  const validation: Shape<CommonTlsContext> =
+    source === 'sds'
+      ? {
+          combinedValidationContext: {
+            defaultValidationContext: { matchTypedSubjectAltNames: sans.map((s) => uriSan({ exact: s })) },
+            validationContextSdsSecretConfig: { name: ROOT_SECRET, sdsConfig: AGENT_SDS },
+          },
+        }
+      : { validationContext: { caCertificateProviderInstance: providerInstance(GRPC_ROOT_CERT), matchSubjectAltNames: sans.map((s) => ({ exact: s })) } };
+  return {
+    name: Filters.tls,
+    typedConfig: pack('envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', UpstreamTlsContext, {
+      sni,
+      commonTlsContext: { ...workloadIdentity(source), ...validation, alpnProtocols: [...alpn] },
+    }),
+  };
+}
+
+/** Where a rule names its files (`caCertificates`, …) there are no SDS secrets, and the other way round. */
+function clientValidation(tls: ClientTLSSettings, sdsCa: boolean): Shape<CommonTlsContext> {
+  if (tls.insecureSkipVerify) return {};
+  const sans = (tls.subjectAltNames ?? []).map((s) => sanMatcher(s));
+  const crl = tls.caCrl ? { crl: { filename: tls.caCrl } } : {};
+  if (sdsCa) {
+    return {
+      combinedValidationContext: {
+        defaultValidationContext: { matchTypedSubjectAltNames: sans, ...crl },
+        validationContextSdsSecretConfig: { name: credentialCaSecretName(tls.credentialName!), sdsConfig: ADS_SDS },
+      },
+    };
+  }
+  if (tls.caCertificates) return { validationContext: { trustedCa: { filename: tls.caCertificates }, matchTypedSubjectAltNames: sans, ...crl } };
+  // SAN checks need roots: the system's, as a client that names no CA expects
+  if (sans.length > 0) return { validationContext: { systemRootCerts: {}, matchTypedSubjectAltNames: sans } };
+  return {};
+}
+
+/** A DNS name, URI or IP SAN written in a rule. */
+function sanMatcher(s: string): Shape<SubjectAltNameMatcher> {
+  if (s.includes('://')) return uriSan({ exact: s });
+  if (/^[0-9.]+$/.test(s) || s.includes(':')) return { sanType: SubjectAltNameMatcher_SanType.IP_ADDRESS, matcher: { exact: s } };
+  return { sanType: SubjectAltNameMatcher_SanType.DNS, matcher: { exact: s } };
+}
+
+/**
+ * A DestinationRule's SIMPLE or MUTUAL TLS (for Envoy). The client certificate comes from files or
+ * from `credentialName` (the Secret in the proxy's namespace, served by meshd over SDS); the CA from
+ * `caCertificates`, the Secret, or the system roots when only SANs are given.
+ */
+export function destinationRuleTls(tls: ClientTLSSettings, defaultSni: string): TransportSocketShape {
+  const mutual = tls.mode === 'MUTUAL';
+  const credential = tls.credentialName || undefined;
+  const common: Shape<CommonTlsContext> = {
+    tlsCertificates: mutual && !credential && tls.clientCertificate && tls.privateKey ? [{ certificateChain: { filename: tls.clientCertificate }, privateKey: { filename: tls.privateKey } }] : [],
+    tlsCertificateSdsSecretConfigs: mutual && credential ? [{ name: credentialSecretName(credential), sdsConfig: ADS_SDS }] : [],
+    ...clientValidation(tls, credential !== undefined),
+  };
+  return {
+    name: Filters.tls,
+    typedConfig: pack('envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', UpstreamTlsContext, { sni: tls.sni || defaultSni, commonTlsContext: common }),
+  };
+}
