@@ -53,8 +53,12 @@ export function newWatch(typeUrl: string, names: ReadonlySet<string> | undefined
 export interface ResponseWriter {
   /** Frames are written as they are, not copied per connection (frame-writer.ts). */
   readonly direct: boolean;
-  write(frame: GrpcFrame): Promise<void>;
+  /** `progress` is called each time the transport took part of the frame. */
+  write(frame: GrpcFrame, progress?: () => void): Promise<void>;
+  /** Ends the stream with a gRPC status, after the frames already written. */
   close(code: number, message: string): void;
+  /** Ends the stream at once, dropping frames the client has not taken (a client that takes nothing). */
+  abort(): void;
 }
 
 let counter = 0;
