@@ -20,6 +20,7 @@ import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
 import { Limiter, type Slot } from './limiter.js';
 import { Delivery, type DeliveryOptions } from './delivery.js';
 import { PushQueue } from './push-queue.js';
+import { LogRateLimit } from '../log/rate-limit.js';
 import { affectedTypes } from './affected-types.js';
 import type { PushRequest } from '../model/push-request.js';
 import { intern, readSotwRequest, sameNames, type SotwRequest } from './request-intake.js';
@@ -51,6 +52,8 @@ export interface AdsOptions {
   readonly frameIdleMs?: number;
   /** Bounds on what slow clients may hold (delivery.ts DELIVERY_DEFAULTS); tests shorten them. */
   readonly delivery?: DeliveryOptions['bounds'];
+  /** A stream that sends no DiscoveryRequest this long after it opened is closed (default 10 s). */
+  readonly firstRequestMs?: number;
 }
 
 export interface AdsDeps {
@@ -92,6 +95,14 @@ const FRAME_CACHE_ENTRIES = 64;
  */
 const DEFAULT_FRAME_IDLE_MS = 10_000;
 const passthrough = (b: Buffer): Buffer => b;
+/** A stream must send its first request within this (a half-open stream holds a slot of grpc.max_concurrent_streams). */
+const DEFAULT_FIRST_REQUEST_MS = 10_000;
+/**
+ * Longest node id accepted: the proxy id `type~ip~pod.namespace~namespace.svc.<domain>` of DNS
+ * names (253 bytes each at most) fits well; the id is kept per connection and labels NACK series.
+ */
+export const MAX_NODE_ID_BYTES = 1024;
+type RejectGauge = Metrics['cdsReject'];
 
 type DuplexCall = grpc.ServerDuplexStream<Buffer, Buffer>;
 
@@ -117,6 +128,8 @@ export class DiscoveryServer {
   /** Writes frames; bounds what slow clients hold (delivery.ts). */
   private readonly delivery: Delivery;
   private nonceCounter = 0;
+  /** NACK lines: a storm of NACKs costs a few lines a second (the count is in disc_total_xds_rejects). */
+  private readonly nackLog = new LogRateLimit(10, 50);
   /** Recently built frames by list; bounded, since a list that is not shared gains nothing from it. */
   private readonly frames = new Map<ReadonlyArray<EncodedResource>, { typeUrl: string; version: string; frame: GrpcFrame; nonce: string; usedAt: number }>();
   private readonly frameSweep: NodeJS.Timeout;
@@ -207,6 +220,13 @@ export class DiscoveryServer {
     let chain: Promise<void> = Promise.resolve();
     let ended = false;
     const out = frameWriter(call, { allowDirect: this.deps.options.directWrites !== false });
+    const firstRequestMs = this.deps.options.firstRequestMs ?? DEFAULT_FIRST_REQUEST_MS;
+    let firstRequest: NodeJS.Timeout | undefined = setTimeout(() => {
+      firstRequest = undefined;
+      if (ended || conn) return;
+      writer.close(grpc.status.DEADLINE_EXCEEDED, `no DiscoveryRequest within ${firstRequestMs / 1000} s of opening the stream`);
+      finish();
+    }, firstRequestMs).unref();
     const writer: ResponseWriter = {
       direct: out.direct,
       write: (frame, progress) =>
@@ -229,7 +249,9 @@ export class DiscoveryServer {
     };
     const finish = (): void => {
       ended = true;
+      clearTimeout(firstRequest);
       if (conn && !conn.closed) {
+        this.clearRejects(conn);
         conn.closed = true;
         this.connections.delete(conn.id);
         this.queue.remove(conn);
@@ -239,6 +261,7 @@ export class DiscoveryServer {
       }
     };
     call.on('data', (raw: Buffer) => {
+      clearTimeout(firstRequest);
       // A state-of-the-world request is read now and its buffer let go (request-intake.ts); it
       // waits for its turn behind the stream's earlier requests in that compact form.
       let sotw: SotwRequest | StreamError | undefined;
@@ -307,6 +330,8 @@ export class DiscoveryServer {
 
   private async accept(call: DuplexCall, node: Node | undefined, delta: boolean, writer: ResponseWriter, authorize: StreamAuthorizer | undefined): Promise<Connection> {
     if (!node?.id) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'first discovery request must carry node.id');
+    const idBytes = Buffer.byteLength(node.id);
+    if (idBytes > MAX_NODE_ID_BYTES) throw new StreamError(grpc.status.INVALID_ARGUMENT, `node.id is ${idBytes} bytes, more than the ${MAX_NODE_ID_BYTES} allowed`);
     let proxy: Proxy;
     try {
       proxy = parseProxy(node.id, nodeMetadata(node), node.locality);
@@ -352,12 +377,23 @@ export class DiscoveryServer {
     if (error) {
       watch.lastError = error.message;
       this.deps.metrics.xdsRejects.inc({ type });
-      const gauge = { cds: this.deps.metrics.cdsReject, eds: this.deps.metrics.edsReject, lds: this.deps.metrics.ldsReject, rds: this.deps.metrics.rdsReject }[type as 'cds'];
-      gauge?.set({ node: conn.proxy.id, err: error.message.slice(0, 120) }, 1);
-      this.deps.log.warn({ conn: conn.id, type, version: watch.versionSent, code: error.code, reason: error.message }, 'ADS: NACK');
+      this.setReject(conn, type, error.code);
+      const held = this.nackLog.take();
+      if (held !== undefined) {
+        this.deps.log.warn(
+          { conn: conn.id, type, version: watch.versionSent, code: error.code, reason: error.message.slice(0, 1024), ...(held > 0 ? { suppressed: held } : {}) },
+          'ADS: NACK',
+        );
+      }
       // The client kept what it had before the rejected response: the next one lists everything.
       if (!conn.delta && PARTIAL_STATE_TYPES.has(watch.typeUrl)) watch.resendAll = true;
       return 'nack';
+    }
+    const rejected = conn.rejects.get(type);
+    if (rejected !== undefined) {
+      // the proxy took a response of this type again: it no longer rejects it
+      this.rejectGauge(type)?.remove({ node: conn.proxy.id, err: rejected });
+      conn.rejects.delete(type);
     }
     watch.nonceAcked = nonce;
     watch.versionAcked = watch.versionSent;
@@ -366,6 +402,32 @@ export class DiscoveryServer {
     this.checkConvergence(conn, watch.typeUrl);
     this.observeAck(conn, watch);
     return 'ack';
+  }
+
+  private rejectGauge(type: string): RejectGauge | undefined {
+    const m = this.deps.metrics;
+    return ({ cds: m.cdsReject, eds: m.edsReject, lds: m.ldsReject, rds: m.rdsReject } as Record<string, RejectGauge>)[type];
+  }
+
+  /**
+   * One series per connected proxy and type, labelled with the NACK's status code (a bounded set),
+   * not its text: the text is in the log and in /debug/syncz. Removed when the proxy leaves.
+   */
+  private setReject(conn: Connection, type: string, code: number): void {
+    const gauge = this.rejectGauge(type);
+    if (!gauge) return;
+    const err = grpc.status[code] ?? 'UNKNOWN';
+    const previous = conn.rejects.get(type);
+    if (previous !== undefined && previous !== err) gauge.remove({ node: conn.proxy.id, err: previous });
+    conn.rejects.set(type, err);
+    gauge.set({ node: conn.proxy.id, err }, 1);
+  }
+
+  private clearRejects(conn: Connection): void {
+    // another stream of the same proxy keeps its series
+    for (const c of this.connections.values()) if (c !== conn && c.proxy.id === conn.proxy.id && c.rejects.size > 0) return;
+    for (const [type, err] of conn.rejects) this.rejectGauge(type)?.remove({ node: conn.proxy.id, err });
+    conn.rejects.clear();
   }
 
   private checkConvergence(conn: Connection, typeUrl: string): void {

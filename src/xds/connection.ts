@@ -104,6 +104,8 @@ export class Connection {
   readonly watches = new Map<string, WatchState>();
   /** Start time of the change the most recent push carried, until all its responses are ACKed. */
   pendingConvergence?: { start: number; types: Set<string> };
+  /** The `err` label of this proxy's NACK gauge series, by short type (removed when it leaves). */
+  readonly rejects = new Map<string, string>();
   private ackWaiters: Array<() => void> = [];
   closed = false;
 
