@@ -11,15 +11,29 @@ export interface HttpReply {
   readonly body: string | Buffer | object;
 }
 
-/** A tiny router over node:http: exact paths, JSON by default, errors become 500 with a message. */
+export interface RouteOptions {
+  /**
+   * Largest request body the route reads, bytes (default 0: none). A request announcing or sending
+   * more is answered 413 and its connection closed, without reading the rest (docs/adr/0057).
+   */
+  readonly maxBodyBytes?: number;
+}
+
+/** A body past its route's bound. */
+class BodyTooLarge extends Error {}
+
+/**
+ * A tiny router over node:http: exact paths, JSON by default, errors become 500 with a message.
+ * Each route reads at most its `maxBodyBytes` of request body.
+ */
 export class HttpService {
-  private readonly routes = new Map<string, Handler>();
+  private readonly routes = new Map<string, { handler: Handler; maxBodyBytes: number }>();
   private server?: Server;
 
   constructor(private readonly name: string) {}
 
-  route(path: string, handler: Handler): this {
-    this.routes.set(path, handler);
+  route(path: string, handler: Handler, opts: RouteOptions = {}): this {
+    this.routes.set(path, { handler, maxBodyBytes: opts.maxBodyBytes ?? 0 });
     return this;
   }
 
@@ -46,19 +60,69 @@ export class HttpService {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    const handler = this.routes.get(url.pathname);
-    if (!handler) {
-      send(res, { status: 404, body: { error: `${this.name}: no handler for ${url.pathname}`, paths: this.paths() } });
+    const route = this.routes.get(url.pathname);
+    if (!route) {
+      refuseBody(req, res, { status: 404, body: { error: `${this.name}: no handler for ${url.pathname}`, paths: this.paths() } });
+      return;
+    }
+    const tooLarge = (): HttpReply => ({ status: 413, body: { error: `${this.name}: ${url.pathname} takes a request body of at most ${route.maxBodyBytes} bytes` } });
+    const announced = Number(req.headers['content-length'] ?? 0);
+    if (announced > route.maxBodyBytes) {
+      refuseBody(req, res, tooLarge());
+      return;
+    }
+    let body: string;
+    try {
+      body = await readBody(req, route.maxBodyBytes);
+    } catch (e) {
+      if (e instanceof BodyTooLarge) refuseBody(req, res, tooLarge());
+      else req.destroy();
       return;
     }
     try {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      send(res, await handler(req, url, Buffer.concat(chunks).toString('utf8')));
+      send(res, await route.handler(req, url, body));
     } catch (e) {
       send(res, { status: 500, body: { error: e instanceof Error ? e.message : String(e) } });
     }
   }
+}
+
+/** The request body, at most `max` bytes; rejects with BodyTooLarge past it (the rest is not read). */
+function readBody(req: IncomingMessage, max: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const onData = (c: Buffer): void => {
+      bytes += c.length;
+      if (bytes <= max) {
+        chunks.push(c);
+        return;
+      }
+      // stop reading, but keep the socket: it carries the answer
+      req.off('data', onData);
+      req.pause();
+      reject(new BodyTooLarge());
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.once('error', reject);
+  });
+}
+
+/**
+ * Answers without reading what is left of the body, then closes the connection: a client sending
+ * a large body costs the daemon no more than what it already read.
+ */
+function refuseBody(req: IncomingMessage, res: ServerResponse, reply: HttpReply): void {
+  if (req.complete || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined)) {
+    send(res, reply);
+    return;
+  }
+  res.shouldKeepAlive = false;
+  const socket = req.socket;
+  res.once('finish', () => socket?.destroySoon());
+  send(res, reply);
+  req.pause();
 }
 
 function send(res: ServerResponse, reply: HttpReply): void {

@@ -17,14 +17,16 @@ import type { StreamAuthorizer } from '../security/stream-authorizer.js';
 import type { EncodedResource, ResourceCache } from './cache.js';
 import { Connection, changedResources, listVersion, newWatch, type ResponseWriter, type WatchState } from './connection.js';
 import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
-import { ByteBudget, Limiter } from './limiter.js';
+import { Limiter, type Slot } from './limiter.js';
+import { Delivery, type DeliveryOptions } from './delivery.js';
 import { PushQueue } from './push-queue.js';
+import { LogRateLimit } from '../log/rate-limit.js';
 import { affectedTypes } from './affected-types.js';
 import type { PushRequest } from '../model/push-request.js';
 import { intern, readSotwRequest, sameNames, type SotwRequest } from './request-intake.js';
 import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, shortType, type XdsTypeUrl } from './types.js';
 import { frameWriter } from './frame-writer.js';
-import { encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, GRPC_PREFIX_BYTES, type GrpcFrame } from './wire.js';
+import { encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, type GrpcFrame } from './wire.js';
 import { parseClusterName } from './envoy/names.js';
 import { yieldPoint } from '../util/cooperative.js';
 
@@ -48,6 +50,10 @@ export interface AdsOptions {
   readonly directWrites?: boolean;
   /** A cached response frame unused this long is dropped (default 10 s); see `sotwFrame`. */
   readonly frameIdleMs?: number;
+  /** Bounds on what slow clients may hold (delivery.ts DELIVERY_DEFAULTS); tests shorten them. */
+  readonly delivery?: DeliveryOptions['bounds'];
+  /** A stream that sends no DiscoveryRequest this long after it opened is closed (default 10 s). */
+  readonly firstRequestMs?: number;
 }
 
 export interface AdsDeps {
@@ -109,13 +115,15 @@ const FRAME_CACHE_ENTRIES = 64;
  * a later connection of the scope builds its frame again.
  */
 const DEFAULT_FRAME_IDLE_MS = 10_000;
-/**
- * Response bytes being written at once over all connections, where each write is copied by grpc-js
- * (the fallback of frame-writer.ts): with DISC_PUSH_THROTTLE answers of a few MB each (a sidecar's
- * initial CDS), the copies would otherwise peak at hundreds of MB. Direct writes share one frame.
- */
-const MAX_BYTES_IN_FLIGHT = 64 * 1024 * 1024;
 const passthrough = (b: Buffer): Buffer => b;
+/** A stream must send its first request within this (a half-open stream holds a slot of grpc.max_concurrent_streams). */
+const DEFAULT_FIRST_REQUEST_MS = 10_000;
+/**
+ * Longest node id accepted: the proxy id `type~ip~pod.namespace~namespace.svc.<domain>` of DNS
+ * names (253 bytes each at most) fits well; the id is kept per connection and labels NACK series.
+ */
+export const MAX_NODE_ID_BYTES = 1024;
+type RejectGauge = Metrics['cdsReject'];
 
 type DuplexCall = grpc.ServerDuplexStream<Buffer, Buffer>;
 
@@ -138,16 +146,19 @@ export class DiscoveryServer {
   private readonly controlPlane: Buffer;
   /** Bounds responses to client requests (connect storms) like the push queue bounds pushes. */
   private readonly requestLimiter: Limiter;
-  /** Bounds the bytes of responses being written at once, over all connections. */
-  private readonly bytesInFlight = new ByteBudget(MAX_BYTES_IN_FLIGHT);
+  /** Writes frames; bounds what slow clients hold (delivery.ts). */
+  private readonly delivery: Delivery;
   private nonceCounter = 0;
+  /** NACK lines: a storm of NACKs costs a few lines a second (the count is in disc_total_xds_rejects). */
+  private readonly nackLog = new LogRateLimit(10, 50);
   /** Recently built frames by list; bounded, since a list that is not shared gains nothing from it. */
   private readonly frames = new Map<ReadonlyArray<EncodedResource>, { typeUrl: string; version: string; frame: GrpcFrame; nonce: string; usedAt: number }>();
   private readonly frameSweep: NodeJS.Timeout;
   private closing = false;
 
   constructor(private readonly deps: AdsDeps) {
-    this.queue = new PushQueue(Math.max(1, deps.options.pushThrottle), (conn, req, enqueuedAt) => this.pushConnection(conn, req, enqueuedAt));
+    this.queue = new PushQueue(Math.max(1, deps.options.pushThrottle), (conn, req, enqueuedAt, slot) => this.pushConnection(conn, req, enqueuedAt, slot));
+    this.delivery = new Delivery(deps.metrics, deps.log, { sendTimeoutMs: deps.options.sendTimeoutMs, bounds: deps.options.delivery });
     this.controlPlane = encodeControlPlane(deps.options.controlPlaneId);
     this.requestLimiter = new Limiter(Math.max(1, deps.options.pushThrottle));
     const idleMs = deps.options.frameIdleMs ?? DEFAULT_FRAME_IDLE_MS;
@@ -206,11 +217,17 @@ export class DiscoveryServer {
     return this.queue.pendingCount;
   }
 
+  /** Pushes holding a slot, answers holding a slot, and what writes hold (debug, tests). */
+  loadStats(): { pushSlots: number; answerSlots: number; pushesInProgress: number; writes: ReturnType<Delivery['stats']> } {
+    return { pushSlots: this.queue.activeCount, answerSlots: this.requestLimiter.active, pushesInProgress: this.queue.inProgressCount, writes: this.delivery.stats() };
+  }
+
   close(): void {
     this.closing = true;
     clearInterval(this.frameSweep);
     this.frames.clear();
     this.queue.close();
+    this.delivery.close();
     for (const c of this.connections.values()) c.writer.close(grpc.status.UNAVAILABLE, 'server shutting down');
   }
 
@@ -225,24 +242,38 @@ export class DiscoveryServer {
     let chain: Promise<void> = Promise.resolve();
     let ended = false;
     const out = frameWriter(call, { allowDirect: this.deps.options.directWrites !== false });
+    const firstRequestMs = this.deps.options.firstRequestMs ?? DEFAULT_FIRST_REQUEST_MS;
+    let firstRequest: NodeJS.Timeout | undefined = setTimeout(() => {
+      firstRequest = undefined;
+      if (ended || conn) return;
+      writer.close(grpc.status.DEADLINE_EXCEEDED, `no DiscoveryRequest within ${firstRequestMs / 1000} s of opening the stream`);
+      finish();
+    }, firstRequestMs).unref();
     const writer: ResponseWriter = {
       direct: out.direct,
-      write: (frame) =>
+      write: (frame, progress) =>
         new Promise<void>((resolve, reject) => {
           if (ended) return reject(new Error('stream closed'));
-          // Settles once the transport has taken the frame (HTTP/2 flow control included), so the
-          // bytes a push holds in flight stay bounded by the push throttle.
-          out.write(frame, (err) => (err ? reject(err) : resolve()));
+          // Settles once the transport has taken the frame (HTTP/2 flow control included);
+          // `progress` tells the delivery that the client takes its bytes (delivery.ts).
+          out.write(frame, (err) => (err ? reject(err) : resolve()), progress);
         }),
       close: (code, message) => {
         if (ended) return;
         ended = true;
         call.emit('error', { code, details: message });
       },
+      abort: () => {
+        ended = true;
+        out.abort();
+        finish();
+      },
     };
     const finish = (): void => {
       ended = true;
+      clearTimeout(firstRequest);
       if (conn && !conn.closed) {
+        this.clearRejects(conn);
         conn.closed = true;
         this.connections.delete(conn.id);
         this.queue.remove(conn);
@@ -252,6 +283,7 @@ export class DiscoveryServer {
       }
     };
     call.on('data', (raw: Buffer) => {
+      clearTimeout(firstRequest);
       // A state-of-the-world request is read now and its buffer let go (request-intake.ts); it
       // waits for its turn behind the stream's earlier requests in that compact form.
       let sotw: SotwRequest | StreamError | undefined;
@@ -327,6 +359,8 @@ export class DiscoveryServer {
 
   private async accept(call: DuplexCall, node: Node | undefined, delta: boolean, writer: ResponseWriter, authorize: StreamAuthorizer | undefined): Promise<Connection> {
     if (!node?.id) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'first discovery request must carry node.id');
+    const idBytes = Buffer.byteLength(node.id);
+    if (idBytes > MAX_NODE_ID_BYTES) throw new StreamError(grpc.status.INVALID_ARGUMENT, `node.id is ${idBytes} bytes, more than the ${MAX_NODE_ID_BYTES} allowed`);
     let proxy: Proxy;
     try {
       proxy = parseProxy(node.id, nodeMetadata(node), node.locality);
@@ -385,12 +419,23 @@ export class DiscoveryServer {
     if (error) {
       watch.lastError = error.message;
       this.deps.metrics.xdsRejects.inc({ type });
-      const gauge = { cds: this.deps.metrics.cdsReject, eds: this.deps.metrics.edsReject, lds: this.deps.metrics.ldsReject, rds: this.deps.metrics.rdsReject }[type as 'cds'];
-      gauge?.set({ node: conn.proxy.id, err: error.message.slice(0, 120) }, 1);
-      this.deps.log.warn({ conn: conn.id, type, version: watch.versionSent, code: error.code, reason: error.message }, 'ADS: NACK');
+      this.setReject(conn, type, error.code);
+      const held = this.nackLog.take();
+      if (held !== undefined) {
+        this.deps.log.warn(
+          { conn: conn.id, type, version: watch.versionSent, code: error.code, reason: error.message.slice(0, 1024), ...(held > 0 ? { suppressed: held } : {}) },
+          'ADS: NACK',
+        );
+      }
       // The client kept what it had before the rejected response: the next one lists everything.
       if (!conn.delta && PARTIAL_STATE_TYPES.has(watch.typeUrl)) watch.resendAll = true;
       return 'nack';
+    }
+    const rejected = conn.rejects.get(type);
+    if (rejected !== undefined) {
+      // the proxy took a response of this type again: it no longer rejects it
+      this.rejectGauge(type)?.remove({ node: conn.proxy.id, err: rejected });
+      conn.rejects.delete(type);
     }
     watch.nonceAcked = nonce;
     watch.versionAcked = watch.versionSent;
@@ -399,6 +444,32 @@ export class DiscoveryServer {
     this.checkConvergence(conn, watch.typeUrl);
     this.observeAck(conn, watch);
     return 'ack';
+  }
+
+  private rejectGauge(type: string): RejectGauge | undefined {
+    const m = this.deps.metrics;
+    return ({ cds: m.cdsReject, eds: m.edsReject, lds: m.ldsReject, rds: m.rdsReject } as Record<string, RejectGauge>)[type];
+  }
+
+  /**
+   * One series per connected proxy and type, labelled with the NACK's status code (a bounded set),
+   * not its text: the text is in the log and in /debug/syncz. Removed when the proxy leaves.
+   */
+  private setReject(conn: Connection, type: string, code: number): void {
+    const gauge = this.rejectGauge(type);
+    if (!gauge) return;
+    const err = grpc.status[code] ?? 'UNKNOWN';
+    const previous = conn.rejects.get(type);
+    if (previous !== undefined && previous !== err) gauge.remove({ node: conn.proxy.id, err: previous });
+    conn.rejects.set(type, err);
+    gauge.set({ node: conn.proxy.id, err }, 1);
+  }
+
+  private clearRejects(conn: Connection): void {
+    // another stream of the same proxy keeps its series
+    for (const c of this.connections.values()) if (c !== conn && c.proxy.id === conn.proxy.id && c.rejects.size > 0) return;
+    for (const [type, err] of conn.rejects) this.rejectGauge(type)?.remove({ node: conn.proxy.id, err });
+    conn.rejects.clear();
   }
 
   private checkConvergence(conn: Connection, typeUrl: string): void {
@@ -421,7 +492,7 @@ export class DiscoveryServer {
       const kind = this.track(conn, known, req.nonce, undefined);
       if (kind === 'initial') {
         known.resendAll = true; // a request without a nonce knows nothing: answer with everything
-        await this.requestLimiter.run(() => this.pushTypes(conn, [known.typeUrl], undefined, true));
+        await this.requestLimiter.run((slot) => this.pushTypes(conn, [known.typeUrl], undefined, true, slot));
       }
       return;
     }
@@ -446,7 +517,7 @@ export class DiscoveryServer {
     if (kind === 'initial' || namesChanged) {
       // A changed subscription is always answered, even when the resulting set is unchanged, so a
       // client asking for a name that does not exist learns it at once instead of waiting on a timer.
-      await this.requestLimiter.run(() => this.pushTypes(conn, [typeUrl], undefined, true));
+      await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot));
     }
   }
 
@@ -475,20 +546,23 @@ export class DiscoveryServer {
       for (const n of req.resourceNamesUnsubscribe) if (next.delete(n)) { watch.sent.delete(n); changed = true; }
       if (changed) watch.names = next;
     }
-    if (changed) await this.requestLimiter.run(() => this.pushTypes(conn, [typeUrl], undefined, first));
+    if (changed) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, first, slot));
   }
 
   /** Worker of the push queue. */
-  private async pushConnection(conn: Connection, req: PushRequest, enqueuedAt: number): Promise<void> {
+  private async pushConnection(conn: Connection, req: PushRequest, enqueuedAt: number, slot: Slot): Promise<void> {
     if (conn.closed) return;
     this.deps.metrics.queueTime.observe((Date.now() - enqueuedAt) / 1000);
     const affected = affectedTypes(req);
     const types = PUSH_ORDER.filter((t) => conn.watches.has(t) && affected.has(t));
-    await this.pushTypes(conn, types, req, false);
+    await this.pushTypes(conn, types, req, false, slot);
   }
 
-  /** Generate and send the given types to one connection, skipping types whose content is unchanged. */
-  private async pushTypes(conn: Connection, types: ReadonlyArray<string>, req: PushRequest | undefined, force: boolean): Promise<void> {
+  /**
+   * Generate and send the given types to one connection, skipping types whose content is unchanged.
+   * Generation holds `slot`; waiting on the client (flow control, the write) does not.
+   */
+  private async pushTypes(conn: Connection, types: ReadonlyArray<string>, req: PushRequest | undefined, force: boolean, slot: Slot): Promise<void> {
     const model = this.deps.model();
     const generators = this.deps.generatorsFor(conn.proxy);
     const sentTypes = new Set<string>();
@@ -496,6 +570,8 @@ export class DiscoveryServer {
       const watch = conn.watches.get(typeUrl);
       if (!watch || conn.closed) continue;
       if (req && !req.full && typeUrl === TypeUrl.Endpoint && !this.edsAffected(watch, req)) continue;
+      await slot.hold();
+      if (conn.closed) return;
       // Generation for a scope can take a while: let ACKs and health checks in between.
       const turn = yieldPoint();
       if (turn) await turn;
@@ -520,8 +596,8 @@ export class DiscoveryServer {
       // wait for an ACK that is queued behind that request on the same stream.
       const throttled = req !== undefined;
       const sent = conn.delta
-        ? await this.sendDelta(conn, watch, resources, model, force, throttled)
-        : await this.sendSotw(conn, watch, resources, model, force, throttled);
+        ? await this.sendDelta(conn, watch, resources, model, force, throttled, slot)
+        : await this.sendSotw(conn, watch, resources, model, force, throttled, slot);
       if (sent) {
         sentTypes.add(typeUrl);
         this.deps.metrics.pushTime.observe({ type: shortType[typeUrl as XdsTypeUrl] }, Number(process.hrtime.bigint() - started) / 1e9);
@@ -564,8 +640,10 @@ export class DiscoveryServer {
     return this.deps.options.distributionTracking ? `${model.push.version}/${n}` : n;
   }
 
-  private async flowControl(conn: Connection, watch: WatchState): Promise<void> {
+  /** Waits (without a slot) for the ACK of the type's previous response, at most DISC_FLOW_CONTROL_TIMEOUT. */
+  private async flowControl(conn: Connection, watch: WatchState, slot: Slot): Promise<void> {
     if (!this.deps.options.flowControl || !watch.awaitingAck) return;
+    slot.release();
     const type = shortType[watch.typeUrl as XdsTypeUrl];
     this.deps.metrics.delayedPushes.inc({ type });
     // Any ACK/NACK on the connection wakes the waiter; keep waiting until this type's own answer.
@@ -579,43 +657,7 @@ export class DiscoveryServer {
     }
   }
 
-  private write(conn: Connection, frame: GrpcFrame, type: string): Promise<boolean> {
-    // A shared frame written as it is costs nothing per connection; a copying write is bounded.
-    if (conn.writer.direct) return this.writeNow(conn, frame, type);
-    return this.bytesInFlight.run(frame.length, () => this.writeNow(conn, frame, type));
-  }
-
-  private async writeNow(conn: Connection, frame: GrpcFrame, type: string): Promise<boolean> {
-    const started = process.hrtime.bigint();
-    const timeoutMs = this.deps.options.sendTimeoutMs;
-    try {
-      if (timeoutMs > 0) {
-        let timer: NodeJS.Timeout | undefined;
-        const timedOut = await Promise.race([
-          conn.writer.write(frame).then(() => false),
-          new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs))),
-        ]);
-        clearTimeout(timer);
-        if (timedOut) {
-          this.deps.metrics.writeTimeouts.inc();
-          this.deps.log.warn({ conn: conn.id, type }, 'ADS: send timed out; closing connection');
-          conn.writer.close(grpc.status.DEADLINE_EXCEEDED, 'xDS send timed out');
-          return false;
-        }
-      } else {
-        await conn.writer.write(frame);
-      }
-    } catch {
-      this.deps.metrics.xdsPushes.inc({ type: `${type}_senderr` });
-      return false;
-    }
-    this.deps.metrics.sendTime.observe(Number(process.hrtime.bigint() - started) / 1e9);
-    this.deps.metrics.configSize.observe({ type }, frame.length - GRPC_PREFIX_BYTES);
-    this.deps.metrics.xdsPushes.inc({ type });
-    return true;
-  }
-
-  private async sendSotw(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean): Promise<boolean> {
+  private async sendSotw(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean, slot: Slot): Promise<boolean> {
     if (!force && !Connection.changed(watch, resources)) {
       this.unchangedAt(conn, watch, model);
       return false;
@@ -629,7 +671,10 @@ export class DiscoveryServer {
       this.unchangedAt(conn, watch, model);
       return false;
     }
-    if (throttled) await this.flowControl(conn, watch);
+    if (throttled) {
+      await this.flowControl(conn, watch, slot);
+      await slot.hold();
+    }
     // Endpoint-only pushes keep the snapshot: the endpoint index version tells them apart.
     const version = watch.typeUrl === TypeUrl.Endpoint ? `${model.push.version}+e${model.endpoints.version}` : model.push.version;
     const type = shortType[watch.typeUrl as XdsTypeUrl];
@@ -642,7 +687,7 @@ export class DiscoveryServer {
     watch.resendAll = false;
     watch.lastSentAt = Date.now();
     watch.awaitingAck = true;
-    return this.write(conn, frame, type);
+    return this.delivery.send(conn, frame, type, slot);
   }
 
   /**
@@ -657,7 +702,7 @@ export class DiscoveryServer {
     if (!watch.awaitingAck && watch.nonceAcked === watch.nonceSent) this.observeAck(conn, watch);
   }
 
-  private async sendDelta(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean): Promise<boolean> {
+  private async sendDelta(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean, slot: Slot): Promise<boolean> {
     const changed = resources.filter((r) => watch.sent.get(r.name) !== r.version);
     const present = new Set(resources.map((r) => r.name));
     const removed: string[] = [];
@@ -668,7 +713,10 @@ export class DiscoveryServer {
       this.unchangedAt(conn, watch, model);
       return false;
     }
-    if (throttled) await this.flowControl(conn, watch);
+    if (throttled) {
+      await this.flowControl(conn, watch, slot);
+      await slot.hold();
+    }
     const nonce = this.nextNonce(model);
     const type = shortType[watch.typeUrl as XdsTypeUrl];
     const frame = frameDeltaDiscoveryResponse(
@@ -686,7 +734,7 @@ export class DiscoveryServer {
     for (const n of removed) watch.sent.delete(n);
     watch.lastSentAt = Date.now();
     watch.awaitingAck = true;
-    return this.write(conn, frame, type);
+    return this.delivery.send(conn, frame, type, slot);
   }
 }
 

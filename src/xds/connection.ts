@@ -53,8 +53,12 @@ export function newWatch(typeUrl: string, names: ReadonlySet<string> | undefined
 export interface ResponseWriter {
   /** Frames are written as they are, not copied per connection (frame-writer.ts). */
   readonly direct: boolean;
-  write(frame: GrpcFrame): Promise<void>;
+  /** `progress` is called each time the transport took part of the frame. */
+  write(frame: GrpcFrame, progress?: () => void): Promise<void>;
+  /** Ends the stream with a gRPC status, after the frames already written. */
   close(code: number, message: string): void;
+  /** Ends the stream at once, dropping frames the client has not taken (a client that takes nothing). */
+  abort(): void;
 }
 
 let counter = 0;
@@ -100,6 +104,8 @@ export class Connection {
   readonly watches = new Map<string, WatchState>();
   /** Start time of the change the most recent push carried, until all its responses are ACKed. */
   pendingConvergence?: { start: number; types: Set<string> };
+  /** The `err` label of this proxy's NACK gauge series, by short type (removed when it leaves). */
+  readonly rejects = new Map<string, string>();
   private ackWaiters: Array<() => void> = [];
   closed = false;
 

@@ -1,4 +1,16 @@
-/** Limits on concurrent push work: task slots (Limiter) and bytes being written (ByteBudget). */
+/** Limits on concurrent push and answer work: task slots (bytes being written: write-guard.ts). */
+
+/**
+ * A task's claim on one of a limiter's slots. A task gives its slot back while it waits on a client
+ * (a write the transport has not taken, an ACK under flow control), so that no client, however
+ * slow, holds a slot another connection could use; it takes one again before more work.
+ */
+export interface Slot {
+  /** Gives the slot back; does nothing when it is not held. */
+  release(): void;
+  /** Takes a slot again, waiting for one when all are taken; does nothing when it is held. */
+  hold(): Promise<void>;
+}
 
 /** Runs at most `limit` tasks at a time; the rest wait in arrival order. */
 export class Limiter {
@@ -7,55 +19,42 @@ export class Limiter {
 
   constructor(private readonly limit: number) {}
 
-  async run<T>(task: () => Promise<T>): Promise<T> {
+  /** Slots taken now. */
+  get active(): number {
+    return this.running;
+  }
+
+  async run<T>(task: (slot: Slot) => Promise<T>): Promise<T> {
+    await this.acquire();
+    let held = true;
+    const slot: Slot = {
+      release: () => {
+        if (!held) return;
+        held = false;
+        this.releaseOne();
+      },
+      hold: async () => {
+        if (held) return;
+        await this.acquire();
+        held = true;
+      },
+    };
+    try {
+      return await task(slot);
+    } finally {
+      slot.release();
+    }
+  }
+
+  private async acquire(): Promise<void> {
     if (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.running++;
-    try {
-      return await task();
-    } finally {
-      this.running--;
-      this.waiting.shift()?.();
-    }
-  }
-}
-
-/**
- * Bounds the bytes of responses being written at once (all connections together): a write waits
- * until earlier ones have been taken by the transport. One write larger than the budget goes alone.
- */
-export class ByteBudget {
-  private inFlight = 0;
-  private readonly waiting: Array<{ bytes: number; go: () => void }> = [];
-
-  constructor(private readonly limit: number) {}
-
-  get bytesInFlight(): number {
-    return this.inFlight;
+    else this.running++;
   }
 
-  async run<T>(bytes: number, task: () => Promise<T>): Promise<T> {
-    if (this.waiting.length > 0 || (this.inFlight > 0 && this.inFlight + bytes > this.limit)) {
-      // wake() counts the bytes in when it lets this one go
-      await new Promise<void>((go) => this.waiting.push({ bytes, go }));
-    } else {
-      this.inFlight += bytes;
-    }
-    try {
-      return await task();
-    } finally {
-      this.inFlight -= bytes;
-      this.wake();
-    }
-  }
-
-  private wake(): void {
-    // in arrival order, as many as fit (the first one always, when nothing is in flight)
-    while (this.waiting.length > 0) {
-      const next = this.waiting[0];
-      if (this.inFlight > 0 && this.inFlight + next.bytes > this.limit) return;
-      this.waiting.shift();
-      this.inFlight += next.bytes;
-      next.go();
-    }
+  private releaseOne(): void {
+    const next = this.waiting.shift();
+    // the slot passes straight to the next waiter, so a newcomer cannot take it in between
+    if (next) next();
+    else this.running--;
   }
 }

@@ -54,7 +54,7 @@ export const grpcNode = (ns = 'default'): NodeSpec => ({
 
 export async function startAds(
   yaml: string,
-  opts: { options?: Partial<AdsOptions>; features?: Parameters<typeof modelFromYaml>[1]; observer?: AdsObserver } = {},
+  opts: { options?: Partial<AdsOptions>; features?: Parameters<typeof modelFromYaml>[1]; observer?: AdsObserver; log?: pino.Logger } = {},
 ): Promise<Harness> {
   const tm = modelFromYaml(yaml, opts.features);
   const metrics = createMetrics({ defaultMetrics: false });
@@ -64,7 +64,7 @@ export async function startAds(
     cache: new ResourceCache(10_000, true),
     settings: DEFAULT_GENERATOR_SETTINGS,
     metrics,
-    log: pino({ level: 'silent' }),
+    log: opts.log ?? pino({ level: 'silent' }),
     options: { ...DEFAULT_ADS_OPTIONS, ...opts.options },
     observer: opts.observer,
   });

@@ -1,5 +1,5 @@
-/** The byte budget that bounds response bytes being written at once. */
-import { ByteBudget } from '../../src/xds/limiter.js';
+/** Slots of the answer limiter: a task gives its slot back while it waits on a client. */
+import { Limiter } from '../../src/xds/limiter.js';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
@@ -9,36 +9,67 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-describe('ByteBudget', () => {
-  it('holds a write that would pass the limit until earlier ones finish, in arrival order', async () => {
-    const budget = new ByteBudget(100);
+describe('Limiter', () => {
+  it('runs at most `limit` tasks, the rest in arrival order', async () => {
+    const limiter = new Limiter(2);
     const started: string[] = [];
-    const gates = { a: deferred(), b: deferred(), c: deferred(), d: deferred() };
-    const run = (name: keyof typeof gates, bytes: number): Promise<void> =>
-      budget.run(bytes, async () => {
+    const gates = { a: deferred(), b: deferred(), c: deferred() };
+    const run = (name: keyof typeof gates): Promise<void> =>
+      limiter.run(async () => {
         started.push(name);
         await gates[name].promise;
       });
-    const all = [run('a', 60), run('b', 30), run('c', 50), run('d', 5)];
+    const all = [run('a'), run('b'), run('c')];
     await tick();
-    // c does not fit next to a and b; d fits but waits behind c
     expect(started).toEqual(['a', 'b']);
-    expect(budget.bytesInFlight).toBe(90);
-    gates.a.resolve();
-    await tick();
-    expect(started).toEqual(['a', 'b', 'c', 'd']);
-    expect(budget.bytesInFlight).toBe(85);
+    expect(limiter.active).toBe(2);
     gates.b.resolve();
+    await tick();
+    expect(started).toEqual(['a', 'b', 'c']);
+    gates.a.resolve();
     gates.c.resolve();
-    gates.d.resolve();
     await Promise.all(all);
-    expect(budget.bytesInFlight).toBe(0);
+    expect(limiter.active).toBe(0);
   });
 
-  it('lets one write larger than the budget go alone, and releases bytes of a failed write', async () => {
-    const budget = new ByteBudget(10);
-    await expect(budget.run(50, async () => Promise.reject(new Error('stream closed')))).rejects.toThrow('stream closed');
-    expect(budget.bytesInFlight).toBe(0);
-    await expect(budget.run(50, async () => 'sent')).resolves.toBe('sent');
+  it('lets the next task run while one waits without its slot, and gives that one a slot again when it asks', async () => {
+    const limiter = new Limiter(1);
+    const events: string[] = [];
+    const client = deferred();
+    const next = deferred();
+    const slow = limiter.run(async (slot) => {
+      events.push('slow: generated');
+      slot.release(); // waits on its client from here on
+      await client.promise;
+      await slot.hold();
+      events.push('slow: generated again');
+    });
+    const other = limiter.run(async () => {
+      events.push('other: ran');
+      await next.promise;
+    });
+    await tick();
+    expect(events).toEqual(['slow: generated', 'other: ran']);
+    client.resolve();
+    await tick();
+    // the slot is the other task's until it is done
+    expect(events).toEqual(['slow: generated', 'other: ran']);
+    next.resolve();
+    await Promise.all([slow, other]);
+    expect(events).toEqual(['slow: generated', 'other: ran', 'slow: generated again']);
+    expect(limiter.active).toBe(0);
+  });
+
+  it('gives the slot back when a task fails, also after a release', async () => {
+    const limiter = new Limiter(1);
+    await expect(
+      limiter.run(async (slot) => {
+        slot.release();
+        slot.release();
+        throw new Error('stream closed');
+      }),
+    ).rejects.toThrow('stream closed');
+    expect(limiter.active).toBe(0);
+    await expect(limiter.run(async () => 'sent')).resolves.toBe('sent');
   });
 });

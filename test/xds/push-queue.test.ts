@@ -240,4 +240,35 @@ describe('PushQueue', () => {
     await withTimeout(h.queue.idle(), 2000, 'the queue to be idle');
     expect(h.calls.map((c) => c.conn)).toEqual(['a']);
   });
+
+  it('lets other connections be pushed while a push waits on its client without its slot, and merges what comes meanwhile', async () => {
+    const order: string[] = [];
+    const client = { resolve: (): void => undefined };
+    const queue = new PushQueue<string>(1, async (conn, req, _at, slot) => {
+      order.push(`${conn}:${[...req.reasons.keys()].join('+')}`);
+      if (conn !== 'stuck' || !req.reasons.has('first')) return;
+      slot.release(); // the write waits for a client that does not read
+      await new Promise<void>((resolve) => (client.resolve = resolve));
+      await slot.hold();
+      order.push('stuck:resumed');
+    });
+    queue.enqueue('stuck', full('first'));
+    queue.enqueue('a', full());
+    queue.enqueue('b', full());
+    await settle();
+    // a and b got the one slot although the stuck push has not finished
+    expect(order).toEqual(['stuck:first', 'a:config', 'b:config']);
+    expect(queue.activeCount).toBe(0);
+    expect(queue.inProgressCount).toBe(1);
+    // a push for the stuck connection meanwhile waits behind its push in progress, merged
+    queue.enqueue('stuck', full('second'));
+    queue.enqueue('stuck', full('third'));
+    let idle = false;
+    void queue.idle().then(() => (idle = true));
+    await settle();
+    expect(idle).toBe(false);
+    client.resolve();
+    await withTimeout(queue.idle(), 2000, 'the queue to be idle');
+    expect(order).toEqual(['stuck:first', 'a:config', 'b:config', 'stuck:resumed', 'stuck:second+third']);
+  });
 });

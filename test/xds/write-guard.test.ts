@@ -1,0 +1,108 @@
+/**
+ * The write guard: bytes being written are counted once per frame, a client that takes nothing
+ * stops counting against the budget, and past its bounds it is abandoned (its stream closed).
+ */
+import { WriteGuard, type AbandonReason, type PendingWrite, type WriteGuardOptions } from '../../src/xds/write-guard.js';
+import { eventually } from '../support/eventually.js';
+
+const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+const BOUNDS: WriteGuardOptions = { maxLiveBytes: 100, stallMs: 40, abandonMs: 60_000, maxStalledBytes: 1000, sendTimeoutMs: 0 };
+
+function guard(opts: Partial<WriteGuardOptions> = {}) {
+  const abandoned: Array<{ conn: string; reason: AbandonReason }> = [];
+  const g = new WriteGuard<string>({ ...BOUNDS, ...opts }, (conn, reason) => abandoned.push({ conn, reason }));
+  return { g, abandoned };
+}
+
+describe('WriteGuard', () => {
+  it('counts a frame written to many streams once, and holds a new frame that would pass the budget', async () => {
+    const { g } = guard();
+    const shared = Buffer.alloc(60);
+    const writes = await Promise.all(['a', 'b', 'c'].map((c) => g.admit(c, shared, shared.length)));
+    expect(g.stats()).toMatchObject({ liveBytes: 60, pending: 3 });
+    let admitted = false;
+    const other = Buffer.alloc(50);
+    const waiting = g.admit('d', other, other.length).then((w) => ((admitted = true), w));
+    await tick();
+    expect(admitted).toBe(false);
+    // the shared frame passes while the other waits: it costs nothing more
+    const again = await g.admit('e', shared, shared.length);
+    expect(g.stats()).toMatchObject({ liveBytes: 60, waiting: 1 });
+    for (const w of [...writes, again]) w.end();
+    const d = await waiting;
+    expect(g.stats()).toMatchObject({ liveBytes: 50, pending: 1 });
+    d.end();
+    expect(g.stats()).toMatchObject({ liveBytes: 0, stalledBytes: 0, pending: 0 });
+    g.close();
+  });
+
+  it('moves the bytes of a client that takes nothing out of the budget, so others are not held back', async () => {
+    const { g, abandoned } = guard();
+    const stuck = await g.admit('stuck', Buffer.alloc(90), 90);
+    const frame = Buffer.alloc(90);
+    const started = Date.now();
+    const next = await g.admit('reader', frame, frame.length);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(BOUNDS.stallMs - 5);
+    expect(g.stats()).toMatchObject({ liveBytes: 90, stalledBytes: 90, stalled: 1 });
+    next.end();
+    // reading again: counted as being written again
+    stuck.progress();
+    expect(g.stats()).toMatchObject({ liveBytes: 90, stalledBytes: 0, stalled: 0 });
+    stuck.end();
+    expect(abandoned).toEqual([]);
+    g.close();
+  });
+
+  it('keeps a client that takes its bytes slowly, and abandons one that takes nothing for abandonMs', async () => {
+    const { g, abandoned } = guard({ abandonMs: 300 });
+    const slow = await g.admit('slow', Buffer.alloc(10), 10);
+    const dead = await g.admit('dead', Buffer.alloc(10), 10);
+    const progress = setInterval(() => slow.progress(), 50);
+    await eventually('the dead client to be abandoned', () => abandoned.length > 0, { timeoutMs: 3000, intervalMs: 20 });
+    clearInterval(progress);
+    expect(abandoned).toEqual([{ conn: 'dead', reason: 'stalled' }]);
+    slow.end();
+    dead.end();
+    g.close();
+  });
+
+  it('abandons a write older than the send timeout (DISC_XDS_SEND_TIMEOUT) even while it progresses', async () => {
+    const { g, abandoned } = guard({ sendTimeoutMs: 200 });
+    const w = await g.admit('c', Buffer.alloc(10), 10);
+    const progress = setInterval(() => w.progress(), 20);
+    await eventually('the write to time out', () => abandoned.length > 0, { timeoutMs: 3000, intervalMs: 20 });
+    clearInterval(progress);
+    expect(abandoned).toEqual([{ conn: 'c', reason: 'send-timeout' }]);
+    w.end();
+    g.close();
+  });
+
+  it('abandons the longest-stalled clients when stalled bytes pass their bound, counting a shared frame once', async () => {
+    const writes = new Map<string, PendingWrite>();
+    const abandoned: string[] = [];
+    // the owner closes an abandoned client's stream, which ends its write
+    const g = new WriteGuard<string>({ ...BOUNDS, maxLiveBytes: 10_000, maxStalledBytes: 250 }, (conn, reason) => {
+      abandoned.push(`${conn}:${reason}`);
+      setImmediate(() => writes.get(conn)!.end());
+    });
+    const shared = Buffer.alloc(100);
+    // five clients stalled on one shared frame: 100 bytes, within the bound
+    for (const c of ['s1', 's2', 's3', 's4', 's5']) writes.set(c, await g.admit(c, shared, 100));
+    await eventually('the shared writes to stall', () => g.stats().stalled === 5, { timeoutMs: 3000, intervalMs: 10 });
+    expect(g.stats().stalledBytes).toBe(100);
+    // three clients stalled on frames of their own, one after the other: 400 bytes in all
+    for (const c of ['o1', 'o2', 'o3']) {
+      writes.set(c, await g.admit(c, Buffer.alloc(100), 100));
+      await eventually(`${c} to stall`, () => g.stats().stalled === g.stats().pending, { timeoutMs: 3000, intervalMs: 5 });
+    }
+    await eventually('the stalled bytes to fit their bound', () => g.stats().stalledBytes <= 250, { timeoutMs: 3000, intervalMs: 10 });
+    // those stalled longest go first: at o2, the shared frame's clients (its 100 bytes are freed once
+    // all five are gone); at o3, o1
+    expect(abandoned).toEqual(['s1', 's2', 's3', 's4', 's5', 'o1'].map((c) => `${c}:stalled-bytes`));
+    expect(g.stats()).toMatchObject({ stalledBytes: 200, pending: 2 });
+    for (const c of ['o2', 'o3']) writes.get(c)!.end();
+    expect(g.stats()).toMatchObject({ liveBytes: 0, stalledBytes: 0, pending: 0 });
+    g.close();
+  });
+});
