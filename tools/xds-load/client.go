@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 )
 
@@ -16,16 +18,71 @@ const (
 	deltaMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
 )
 
-// rawCodec passes messages through as bytes: envelopes are read and written by hand (wire.go).
+// rawCodec passes requests through as bytes (envelopes are written by hand, wire.go) and reads a
+// response where the transport holds it: Unmarshal decodes what the client needs (decoded) while
+// the bytes are still the transport's, so a response of megabytes is never copied again. Only a
+// message the transport holds in several buffers is first gathered into a pooled one.
 type rawCodec struct{}
 
-func (rawCodec) Marshal(v any) ([]byte, error) { return *(v.(*[]byte)), nil }
-func (rawCodec) Unmarshal(data []byte, v any) error {
-	// the transport may reuse data after this returns
-	*(v.(*[]byte)) = append([]byte(nil), data...)
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(*(v.(*[]byte)))}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	d := v.(*decoded)
+	if len(data) == 1 {
+		d.read(data[0].ReadOnlyData())
+		return nil
+	}
+	n := data.Len()
+	bp := bufPool.Get().(*[]byte)
+	if cap(*bp) < n {
+		*bp = make([]byte, n, n+n/4)
+	}
+	*bp = (*bp)[:n]
+	data.CopyTo(*bp)
+	d.read(*bp)
+	bufPool.Put(bp)
 	return nil
 }
+
 func (rawCodec) Name() string { return "raw" }
+
+// decoded is what a client keeps of one response; filled by rawCodec.Unmarshal.
+type decoded struct {
+	c       *client
+	at      int64
+	size    int
+	kind    kind
+	version string
+	nonce   string
+	removed []string
+	info    *listInfo
+	err     error
+}
+
+func (d *decoded) read(buf []byte) {
+	d.at = now()
+	d.size = len(buf)
+	delta := d.c.d.cfg.Delta
+	r, err := parseResponse(buf, delta)
+	if err != nil {
+		d.err = fmt.Errorf("malformed response: %w", err)
+		return
+	}
+	k, ok := kindOf(r.typeURL)
+	if !ok {
+		d.err = fmt.Errorf("response of unknown type %s", r.typeURL)
+		return
+	}
+	d.kind, d.version, d.nonce, d.removed = k, r.version, r.nonce, r.removed
+	d.info, d.err = d.c.d.memo.info(k, r, delta)
+	if d.err != nil {
+		d.err = fmt.Errorf("%s response: %w", kindNames[k], d.err)
+	}
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64*1024); return &b }}
 
 // watch is one client's subscription of one type and what it holds of it.
 type watch struct {
@@ -114,7 +171,7 @@ func (c *client) run(ctx context.Context, conn *grpc.ClientConn, opened chan<- s
 	if c.d.cfg.Delta {
 		method = deltaMethod
 	}
-	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method, grpc.ForceCodec(rawCodec{}))
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method, grpc.ForceCodecV2(rawCodec{}))
 	c.openedAt = now()
 	if err != nil {
 		opened <- struct{}{}
@@ -136,15 +193,15 @@ func (c *client) run(ctx context.Context, conn *grpc.ClientConn, opened chan<- s
 		return
 	}
 	for {
-		var buf []byte
-		if err := stream.RecvMsg(&buf); err != nil {
+		msg := decoded{c: c}
+		if err := stream.RecvMsg(&msg); err != nil {
 			if s, ok := status.FromError(err); ok && (s.Code() == codes.Canceled && c.closing.Load()) {
 				return
 			}
 			c.fail(fmt.Sprintf("client %d: stream ended: %v", c.idx, err))
 			return
 		}
-		if err := c.onResponse(buf); err != nil {
+		if err := c.onResponse(&msg); err != nil {
 			c.fail(fmt.Sprintf("client %d: %v", c.idx, err))
 			return
 		}
@@ -252,35 +309,27 @@ func diffSorted(a, b []string) (add, drop []string) {
 // partialKinds: SotW responses of these types may carry only some of the subscribed resources.
 var partialKinds = [numKinds]bool{eds: true, rds: true}
 
-func (c *client) onResponse(buf []byte) error {
-	at := now()
+func (c *client) onResponse(m *decoded) error {
+	if m.err != nil {
+		return m.err
+	}
 	d := c.d
 	delta := d.cfg.Delta
-	r, err := parseResponse(buf, delta)
-	if err != nil {
-		return fmt.Errorf("malformed response: %w", err)
-	}
-	k, ok := kindOf(r.typeURL)
-	if !ok {
-		return fmt.Errorf("response of unknown type %s", r.typeURL)
-	}
+	k, info := m.kind, m.info
 	d.responses[k].Add(1)
-	d.bytes[k].Add(int64(len(buf)))
-	d.lastResponseAt.Store(at)
+	d.bytes[k].Add(int64(m.size))
+	d.lastResponseAt.Store(m.at)
 	win := d.window.Load()
 	if win != nil {
-		win.record(c.idx, k, len(buf), at)
+		win.record(c.idx, k, m.size, m.at)
 	}
 	w := c.watches[k]
 	if w == nil {
 		return fmt.Errorf("unsolicited %s response", kindNames[k])
 	}
-	info, err := d.memo.info(k, r, delta)
-	if err != nil {
-		return fmt.Errorf("%s response: %w", kindNames[k], err)
-	}
-	w.version = r.version
-	w.nonce = r.nonce
+	var err error
+	w.version = m.version
+	w.nonce = m.nonce
 	switch {
 	case delta && w.base != nil:
 		if w.extra == nil {
@@ -289,12 +338,12 @@ func (c *client) onResponse(buf []byte) error {
 		for n, ri := range info.names {
 			w.extra[n] = ri
 		}
-		for _, n := range r.removed {
+		for _, n := range m.removed {
 			w.extra[n] = nil
 		}
 	case delta:
 		w.base = info
-		for _, n := range r.removed {
+		for _, n := range m.removed {
 			if w.extra == nil {
 				w.extra = map[string]*resInfo{}
 			}
@@ -312,22 +361,27 @@ func (c *client) onResponse(buf []byte) error {
 		w.base = info
 		w.extra = nil
 	}
-	// subscriptions the response implies go out before its ACK, as Envoy does
-	view := w.view()
+	// subscriptions the response implies go out before its ACK, as Envoy does (the view of
+	// what the client holds is needed only for the types that name others)
 	if d.cfg.Kind == "sidecar" {
 		switch k {
 		case cds:
+			view := w.view()
 			err = c.subscribeWith(eds, view.edsClusters, c.cachedBlock(view, "eds", view.edsClusters))
 		case lds:
+			view := w.view()
 			err = c.subscribeWith(rds, view.routeNames, c.cachedBlock(view, "rds", view.routeNames))
 		}
 	} else {
 		switch k {
 		case lds:
+			view := w.view()
 			err = c.subscribeWith(rds, view.routeNames, c.cachedBlock(view, "rds", view.routeNames))
 		case rds:
+			view := w.view()
 			err = c.subscribeWith(cds, view.routeClusters, c.cachedBlock(view, "cds", view.routeClusters))
 		case cds:
+			view := w.view()
 			err = c.subscribeWith(eds, view.edsClusters, c.cachedBlock(view, "eds", view.edsClusters))
 		}
 	}
@@ -336,9 +390,9 @@ func (c *client) onResponse(buf []byte) error {
 	}
 	// ACK
 	if delta {
-		err = c.send(deltaRequest(nil, r.typeURL, nil, nil, r.nonce))
+		err = c.send(deltaRequest(nil, kindURLs[k], nil, nil, m.nonce))
 	} else {
-		err = c.send(sotwRequest(w.version, nil, w.namesBlock, r.typeURL, w.nonce))
+		err = c.send(sotwRequest(w.version, nil, w.namesBlock, kindURLs[k], w.nonce))
 	}
 	if err != nil {
 		return err

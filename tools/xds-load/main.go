@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -242,6 +243,8 @@ func (d *driver) open() (float64, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)),
+		// fewer read syscalls for responses of megabytes
+		grpc.WithReadBufferSize(256 * 1024),
 	}
 	if d.cfg.WindowBytes > 0 {
 		opts = append(opts, grpc.WithInitialWindowSize(int32(d.cfg.WindowBytes)), grpc.WithInitialConnWindowSize(int32(d.cfg.WindowBytes)))
@@ -427,6 +430,13 @@ func emit(v any) {
 }
 
 func main() {
+	// XDS_LOAD_CPUPROFILE=<file>: a Go CPU profile of the whole run (development of this tool)
+	if path := os.Getenv("XDS_LOAD_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
 	var d *driver
@@ -473,6 +483,7 @@ func main() {
 			if d != nil {
 				d.stop()
 			}
+			pprof.StopCPUProfile()
 			emit(map[string]string{"ev": "stopped"})
 			return
 		default:
