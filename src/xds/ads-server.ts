@@ -24,7 +24,8 @@ import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, 
 import { frameWriter } from './frame-writer.js';
 import { encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, GRPC_PREFIX_BYTES, type GrpcFrame } from './wire.js';
 import { parseClusterName } from './envoy/names.js';
-import { yieldPoint } from '../util/cooperative.js';
+import { nextTurn, turnDeadline, yieldPoint } from '../util/cooperative.js';
+import { NEED_TURN, withDeadline } from '../model/derived.js';
 
 export interface ModelView {
   readonly push: PushContext;
@@ -448,15 +449,20 @@ export class DiscoveryServer {
       if (turn) await turn;
       const started = process.hrtime.bigint();
       let resources: ReadonlyArray<EncodedResource>;
+      const input = { proxy: conn.proxy, push: model.push, endpoints: model.endpoints, names: watch.names, cache: this.deps.cache, settings: this.deps.settings };
       try {
-        resources = generators[typeUrl as XdsTypeUrl]({
-          proxy: conn.proxy,
-          push: model.push,
-          endpoints: model.endpoints,
-          names: watch.names,
-          cache: this.deps.cache,
-          settings: this.deps.settings,
-        });
+        // Generation runs within this turn's share of the loop: a large list that is not finished
+        // by then keeps its progress and asks for another turn (model/derived.ts).
+        for (;;) {
+          try {
+            resources = withDeadline(turnDeadline(), () => generators[typeUrl as XdsTypeUrl](input));
+            break;
+          } catch (e) {
+            if (e !== NEED_TURN) throw e;
+            await nextTurn();
+            if (conn.closed) return;
+          }
+        }
       } catch (e) {
         this.deps.metrics.xdsPushes.inc({ type: `${shortType[typeUrl as XdsTypeUrl]}_builderr` });
         this.deps.metrics.internalErrors.inc();
