@@ -323,10 +323,7 @@ spec:
   const plain = sidecar('10.2.0.1', 'client-a', 'default');
   const dns = sidecar('10.2.0.2', 'client-b', 'default', {}, DNS_AUTO_ALLOCATE);
 
-  const chainsOf8080 = (p: Proxy) => {
-    const l = m.generate(p, TypeUrl.Listener).find((x) => x.name === '0.0.0.0_8080')!;
-    return l.filterChains.map((c) => [c.filterChainMatch?.prefixRanges.map((r) => `${r.addressPrefix}/${r.prefixLen}`).join(',') ?? '', hcmOf({ ...l, filterChains: [c], defaultFilterChain: undefined })[0].rds?.routeConfigName]);
-  };
+  const chainsOf8080 = (p: Proxy): string[][] => chainsOf8080For(m, p);
 
   it('routes a host without addresses by Host in the shared table for a sidecar that does not resolve names itself', () => {
     expect(chainsOf8080(plain)).toEqual([['', '8080']]);
