@@ -11,6 +11,16 @@ export interface LayerException {
   readonly why: string;
 }
 export declare const EXCEPTIONS: ReadonlyArray<LayerException>;
+export interface LayerSeam {
+  /** A folder under src/. */
+  readonly from: string;
+  /** A lower folder under src/ that `from` may reach through `only`. */
+  readonly to: string;
+  /** Files of src/<to>/ that `from` may import. */
+  readonly only: ReadonlyArray<string>;
+  readonly why: string;
+}
+export declare const SEAMS: ReadonlyArray<LayerSeam>;
 export declare function layerOf(folder: string): number | undefined;
 export declare function forbiddenFor(folder: string): string[];
 export declare function exceptionConfigs(exceptions?: ReadonlyArray<LayerException>): Linter.Config[];

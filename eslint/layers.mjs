@@ -14,8 +14,11 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export const LAYERS = [
   /* 0 */ ['util', 'version', 'metrics', 'log'],
   /* 1 */ ['kube', 'config', 'gen'],
-  /* 2 */ ['model'],
-  /* 3 */ ['registry'],
+  // ca: the certificate authority (X.509 over node:crypto; its root kept through kube), docs/adr/0040
+  /* 2 */ ['model', 'ca'],
+  // security: who is calling (TokenReview, client certificates), the certificate service, the xDS
+  // stream authorizer; below xds, which sees only its seam (SEAMS)
+  /* 3 */ ['registry', 'security'],
   // install is a library below the writers: the installation reconciler (src/controllers/installation)
   // and meshctl's commands call its engine; it imports nothing above model.
   /* 4 */ ['xds', 'analysis', 'install'],
@@ -34,6 +37,16 @@ export const LAYERS = [
  */
 export const EXCEPTIONS = [];
 
+/**
+ * Lower folders that a folder may reach through named seam files only, not as a whole: `from` may
+ * import of `to` (a folder under src/) only the files in `only` (relative to src/<to>/). The
+ * transport stays a transport: the ADS server sees the per-port stream authorizer type and nothing
+ * else of authentication (docs/adr/0042).
+ */
+export const SEAMS = [
+  { from: 'xds', to: 'security', only: ['stream-authorizer.ts'], why: 'the ADS server calls a port\'s authorizer; authentication is not the transport\'s' },
+];
+
 /** Layer index of a folder under src/, or undefined when the table does not list it. */
 export function layerOf(folder) {
   const i = LAYERS.findIndex((layer) => layer.includes(folder));
@@ -49,13 +62,20 @@ export function forbiddenFor(folder) {
 
 function zones(folder, allowed = []) {
   const own = layerOf(folder);
-  return forbiddenFor(folder)
-    .filter((up) => !allowed.includes(up))
-    .map((up) => ({
+  const up = forbiddenFor(folder)
+    .filter((f) => !allowed.includes(f))
+    .map((f) => ({
       target: `./src/${folder}`,
-      from: `./src/${up}`,
-      message: `src/${folder} (layer ${own}) may not import src/${up} (layer ${layerOf(up)}): layers point down (eslint/layers.mjs).`,
+      from: `./src/${f}`,
+      message: `src/${folder} (layer ${own}) may not import src/${f} (layer ${layerOf(f)}): layers point down (eslint/layers.mjs).`,
     }));
+  const seams = SEAMS.filter((s) => s.from === folder).map((s) => ({
+    target: `./src/${folder}`,
+    from: `./src/${s.to}`,
+    except: s.only.map((f) => `./${f}`),
+    message: `src/${folder} may import of src/${s.to} only its seam (${s.only.join(', ')}): ${s.why} (eslint/layers.mjs, SEAMS).`,
+  }));
+  return [...up, ...seams];
 }
 
 function rule(folder, allowed) {

@@ -13,7 +13,7 @@ import grpc from '@grpc/grpc-js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.argv.includes('--keep');
-const ports = { grpc: 15010, http: 8080, monitoring: 15014 };
+const ports = { grpc: 15010, secureGrpc: 15012, http: 8080, monitoring: 15014 };
 
 function startBackend(name, port) {
   const server = new grpc.Server();
@@ -51,6 +51,7 @@ const daemon = spawn(
     '--configDir', join(root, 'examples/config'),
     '--meshConfig', join(root, 'examples/mesh.yaml'),
     '--grpcAddr', `127.0.0.1:${ports.grpc}`,
+    '--secureGRPCAddr', `127.0.0.1:${ports.secureGrpc}`,
     '--httpAddr', `127.0.0.1:${ports.http}`,
     '--monitoringAddr', `127.0.0.1:${ports.monitoring}`,
     '--shutdownDuration', '2s',

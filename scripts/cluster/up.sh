@@ -153,8 +153,20 @@ if [[ ! -f "$cluster_dir/cluster.env" ]]; then
   init_state
 fi
 load_state
-[[ "${STATE_FORMAT:-}" == "$state_format" ]] ||
-  cluster_die "$cluster_dir was made by an older version of these scripts; run npm run cluster:down first"
+if [[ "${STATE_FORMAT:-}" != "$state_format" ]]; then
+  # A state made by older scripts (a plane of an earlier checkout on this machine): stop what it
+  # still runs, drop it and the machine-wide local route its format used, and start afresh.
+  cluster_log "$cluster_dir was made by an older version of these scripts (format ${STATE_FORMAT:-none}); replacing it"
+  stop_pid kwok kube-scheduler kube-controller-manager kube-apiserver
+  stop_pid etcd
+  if [[ $EUID -eq 0 ]] && command -v ip >/dev/null 2>&1; then
+    ip route del local 198.18.0.0/16 dev lo table local 2>/dev/null || true
+  fi
+  rm -rf "${cluster_dir:?}"/*
+  unset STATE_FORMAT
+  init_state
+  load_state
+fi
 # Claimed again on every start: after a reboot the machine-wide claims are gone, the state is not.
 claim_pod_slot "$POD_SLOT" >/dev/null || exit 1
 # Network namespaces of test processes that ended without removing them (a crashed run).

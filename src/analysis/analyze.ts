@@ -2,23 +2,48 @@
  * Runs the analyzers over one snapshot and groups the findings by object. Pure: the same input
  * gives the same findings, in a stable order (by code, then path, then message).
  */
-import type { DestinationRule } from '../config/spec-types.js';
-import { hostMatches, resolveHost } from '../model/host.js';
-import type { ServiceEntry } from '../config/spec-types.js';
+import type { DestinationRule, ServiceEntry } from '../config/spec-types.js';
+import { hostMatches, resolveHost, visibleTo } from '../model/host.js';
 import { PushContext } from '../model/push-context.js';
-import { conflictingDestinationRulesAnalyzer } from './analyzers/destination-rule.js';
-import { gatewaySelectorAnalyzer } from './analyzers/gateway.js';
-import { serviceEntryPortsAnalyzer } from './analyzers/service-entry.js';
-import { virtualServiceDestinationsAnalyzer, virtualServiceGatewaysAnalyzer } from './analyzers/virtual-service.js';
+import { parseProtocol, type Service } from '../model/service.js';
+import { annotationsAnalyzer } from './analyzers/annotations.js';
+import { conflictingDestinationRulesAnalyzer, destinationRuleSubsetsAnalyzer, destinationRuleTlsAnalyzer } from './analyzers/destination-rule.js';
+import { envoyFilterAnalyzer } from './analyzers/envoy-filter.js';
+import { gatewayConflictsAnalyzer, gatewayCredentialsAnalyzer, gatewaySelectorAnalyzer, gatewayServicePortsAnalyzer } from './analyzers/gateway.js';
+import { injectionAnalyzer } from './analyzers/injection.js';
+import { authorizationPolicyAnalyzer, ineffectiveSelectorAnalyzer, telemetryAnalyzer } from './analyzers/policies.js';
+import { serviceEntryAddressesAnalyzer, serviceEntryPortsAnalyzer, serviceProtocolsAnalyzer } from './analyzers/service-entry.js';
+import { sidecarSelectorsAnalyzer } from './analyzers/sidecar.js';
+import { applicationUidAnalyzer, deploymentServicesAnalyzer, servicePortNamesAnalyzer } from './analyzers/workloads.js';
+import { virtualServiceDestinationsAnalyzer, virtualServiceGatewaysAnalyzer, virtualServiceHostsAnalyzer, virtualServiceRoutesAnalyzer } from './analyzers/virtual-service.js';
 import { objectRef, type AnalysisContext, type AnalysisInput, type AnalysisMessage, type Analyzer, type Finding } from './types.js';
 
 /** Every analyzer, in the order they run. */
 export const ANALYZERS: ReadonlyArray<Analyzer> = Object.freeze([
   virtualServiceGatewaysAnalyzer,
   virtualServiceDestinationsAnalyzer,
+  virtualServiceRoutesAnalyzer,
+  virtualServiceHostsAnalyzer,
   gatewaySelectorAnalyzer,
+  gatewayCredentialsAnalyzer,
+  gatewayConflictsAnalyzer,
+  gatewayServicePortsAnalyzer,
   conflictingDestinationRulesAnalyzer,
+  destinationRuleTlsAnalyzer,
+  destinationRuleSubsetsAnalyzer,
   serviceEntryPortsAnalyzer,
+  serviceEntryAddressesAnalyzer,
+  serviceProtocolsAnalyzer,
+  sidecarSelectorsAnalyzer,
+  authorizationPolicyAnalyzer,
+  telemetryAnalyzer,
+  envoyFilterAnalyzer,
+  ineffectiveSelectorAnalyzer,
+  annotationsAnalyzer,
+  injectionAnalyzer,
+  servicePortNamesAnalyzer,
+  deploymentServicesAnalyzer,
+  applicationUidAnalyzer,
 ]);
 
 export interface AnalysisResult {
@@ -28,30 +53,60 @@ export interface AnalysisResult {
   readonly byObject: ReadonlyMap<string, ReadonlyArray<AnalysisMessage>>;
 }
 
+/** The services the analysis knows: of the registries, and of every ServiceEntry (files have no registry). */
+function knownServices(input: AnalysisInput): Service[] {
+  const out = input.services.filter((s) => s.registry !== 'ServiceEntry');
+  for (const se of input.configs.list<ServiceEntry>('ServiceEntry')) {
+    const ports = (se.spec.ports ?? []).map((p) => ({ name: p.name, port: p.number, protocol: parseProtocol(p.protocol) }));
+    for (const h of se.spec.hosts ?? []) {
+      out.push({
+        hostname: resolveHost(h, se.meta.namespace, input.mesh.domain),
+        namespace: se.meta.namespace,
+        name: se.meta.name,
+        ports,
+        addresses: se.spec.addresses ?? [],
+        resolution: 'ClientSideLB',
+        meshExternal: (se.spec.location ?? 'MESH_EXTERNAL') === 'MESH_EXTERNAL',
+        ...(se.spec.exportTo ? { exportTo: se.spec.exportTo } : {}),
+        labels: {},
+        serviceAccounts: [],
+        clusterId: input.mesh.clusterId,
+        registry: 'ServiceEntry',
+        creationTime: 0,
+      });
+    }
+  }
+  return out;
+}
+
 /** The lookups the analyzers share, built once from the input. */
 export function analysisContext(input: AnalysisInput): AnalysisContext {
-  const exact = new Map<string, string>();
-  const wildcards: Array<{ host: string; namespace: string }> = [];
-  const addHost = (host: string, namespace: string): void => {
-    if (host.startsWith('*')) wildcards.push({ host, namespace });
-    else if (!exact.has(host)) exact.set(host, namespace);
-  };
-  for (const s of input.services) addHost(s.hostname, s.namespace);
-  // ServiceEntries count even when no registry turned them into services (files only).
-  for (const se of input.configs.list<ServiceEntry>('ServiceEntry')) {
-    for (const h of se.spec.hosts) addHost(resolveHost(h, se.meta.namespace, input.mesh.domain), se.meta.namespace);
+  const services = knownServices(input);
+  const exact = new Map<string, Service[]>();
+  const wildcards: Service[] = [];
+  for (const s of services) {
+    if (s.hostname.startsWith('*')) wildcards.push(s);
+    else {
+      const list = exact.get(s.hostname);
+      if (list) list.push(s);
+      else exact.set(s.hostname, [s]);
+    }
   }
+  const visible = (s: Service, viewer: string | undefined): boolean =>
+    viewer === undefined || visibleTo(s.exportTo ?? input.mesh.defaultServiceExportTo, s.namespace, viewer);
   let push: PushContext | undefined;
   const namespaceOfHost = (hostname: string): string | undefined => {
     const direct = exact.get(hostname);
-    if (direct !== undefined) return direct;
-    const wild = wildcards.find((w) => hostMatches(w.host, hostname));
+    if (direct) return direct[0].namespace;
+    const wild = wildcards.find((w) => hostMatches(w.hostname, hostname));
     if (wild) return wild.namespace;
     const m = /^[^.]+\.([^.]+)\.svc\./.exec(hostname);
     return m ? m[1] : undefined;
   };
   return {
-    hostKnown: (hostname) => exact.has(hostname) || wildcards.some((w) => hostMatches(w.host, hostname)),
+    hostKnown: (hostname, viewer) =>
+      (exact.get(hostname) ?? []).some((s) => visible(s, viewer)) || wildcards.some((w) => hostMatches(w.hostname, hostname) && visible(w, viewer)),
+    servicesOf: (hostname) => exact.get(hostname) ?? [],
     namespaceOfHost,
     destinationRule(viewerNamespace, hostname) {
       push ??= PushContext.build({ version: 'analysis', configs: input.configs, services: input.services, mesh: input.mesh });

@@ -7,6 +7,7 @@
 import type { ConfigStore } from '../config/types.js';
 import type { MeshSettings } from '../model/mesh-settings.js';
 import type { Service } from '../model/service.js';
+import type { KubeWorld } from './world.js';
 
 /** Severity as written into `status.validationMessages[].level` (the CRD's enum). */
 export type AnalysisLevel = 'ERROR' | 'WARNING' | 'INFO';
@@ -32,6 +33,8 @@ export interface Finding extends AnalysisMessage {
 export interface WorkloadInfo {
   readonly namespace: string;
   readonly labels: Readonly<Record<string, string>>;
+  /** Pod or WorkloadEntry name, when known. */
+  readonly name?: string;
 }
 
 export interface AnalysisInput {
@@ -47,6 +50,17 @@ export interface AnalysisInput {
   readonly mesh: MeshSettings;
   /** DISC_SCOPE_GATEWAY_TO_NAMESPACE: a gateway selector picks workloads of its own namespace only. */
   readonly scopeGatewayToNamespace?: boolean;
+  /**
+   * The Kubernetes objects around the config (namespaces, pods, deployments, Services, Secrets,
+   * ConfigMaps, gateway-api Gateways). Undefined when not known: the analyzers that need them
+   * stay silent.
+   */
+  readonly kube?: KubeWorld;
+  /**
+   * Config objects that failed validation but are analysed for what can be analysed (their
+   * refused fields left out). They are in `configs` too; this set tells them apart.
+   */
+  readonly invalid?: ReadonlySet<string>;
 }
 
 /** The registry entry of a message code. */
@@ -69,8 +83,13 @@ export interface Analyzer {
 
 /** Lookups shared by the analyzers of one run (built once per run). */
 export interface AnalysisContext {
-  /** True when some service or ServiceEntry host covers `hostname` (an FQDN). */
-  hostKnown(hostname: string): boolean;
+  /**
+   * True when some service or ServiceEntry host covers `hostname` (an FQDN); with
+   * `viewerNamespace`, only the ones exported to that namespace count.
+   */
+  hostKnown(hostname: string, viewerNamespace?: string): boolean;
+  /** The services (registries and ServiceEntries) whose hostname is exactly `hostname`. */
+  servicesOf(hostname: string): ReadonlyArray<Service>;
   /** Namespace of the service that owns `hostname`, if one does. */
   namespaceOfHost(hostname: string): string | undefined;
   /**

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { KINDS } from '../config/kinds.js';
 import { KubeConfigSource } from '../config/kube-source.js';
 import { MemoryConfigStore } from '../config/store.js';
-import type { ConfigRejection } from '../config/types.js';
+import { configReportText, type ConfigRejection } from '../config/types.js';
 import { KubeClient } from '../kube/client.js';
 import { dropManagedFields, Informer, resourceRef, type InformerPhase } from '../kube/informer.js';
 import type { KubeObject, ObjectCache } from '../kube/types.js';
@@ -126,6 +126,7 @@ export function createClusterSide(
         client,
         store,
         onReject,
+        onWarn: (r) => log.warn({ origin: r.origin, kind: r.kind, name: r.name, namespace: r.namespace, warnings: r.issues }, `config has warnings: ${configReportText(r)}`),
         onError: (err, kind) => {
           metrics.controllerSyncErrors.inc({ controller: 'config-crds' });
           log.warn({ kind, err: err.message }, `config informer: ${err.message} (retrying)`);

@@ -3,6 +3,7 @@ import type { ListenAddr as ListenAddress } from '../config/discovery-flags.js';
 import type { FeatureFlags } from '../model/push-context.js';
 import type { GeneratorSettings } from '../xds/generators/types.js';
 import type { AdsOptions } from '../xds/ads-server.js';
+import type { SecuritySettings } from '../security/settings.js';
 
 /** What the running daemon needs, resolved from flags and environment (see ./from-options.ts). */
 export interface DaemonConfig {
@@ -30,6 +31,10 @@ export interface DaemonConfig {
   readonly generator: GeneratorSettings;
   readonly ads: Omit<AdsOptions, 'controlPlaneId'>;
   readonly podName: string;
+  /** Workload identity: CA, certificate service, secured port, xDS authentication (src/security/settings.ts). */
+  readonly security: SecuritySettings;
+  /** Start-up notes about the identity settings (logged). */
+  readonly securityNotes?: ReadonlyArray<string>;
   /** The environment as parsed, for the parts that read many variables (controllers). */
   readonly env: DaemonEnv;
   /** The Kubernetes side, used with `--registries Cluster`. */

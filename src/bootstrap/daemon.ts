@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { MemoryConfigStore } from '../config/store.js';
 import { FileConfigSource } from '../config/file-source.js';
 import { CONFIG_KINDS } from '../config/kinds.js';
-import type { ConfigRejection } from '../config/types.js';
+import { configReportText, type ConfigRejection } from '../config/types.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { MeshModel } from '../model/mesh-model.js';
 import type { ServiceRegistry } from '../model/registry.js';
@@ -28,9 +28,14 @@ import type { MeshNetworks } from '../config/mesh-networks.js';
 import { createClusterSide, createRemoteClusters, type RemoteClustersSetup } from './cluster.js';
 import { createDaemonControllers, type DaemonControllers } from '../controllers/daemon-controllers.js';
 import { startGatewayApiSide, type GatewayApiSide, type GatewayApiSideInput } from '../config/gateway-api/daemon-side.js';
+import { bindSecurePort, startIdentity, type IdentitySide } from './identity.js';
 
 export interface RunningDaemon {
   readonly grpcPort: number;
+  /** The secured port (TLS: ADS and the certificate service), when it is open. */
+  readonly secureGrpcPort?: number;
+  /** Workload identity: the CA, the certificate service, the serving certificate. */
+  readonly identity: IdentitySide;
   readonly httpPort?: number;
   readonly monitoringPort: number;
   readonly metrics: Metrics;
@@ -65,10 +70,29 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   };
   const meshSources = await openDaemonMeshSources(cfg, logs, metrics);
   const mesh = meshSources.mesh.current();
+  for (const note of cfg.securityNotes ?? []) logs.main.info(`identity: ${note}`);
+  let identity: IdentitySide;
+  try {
+    identity = await startIdentity({
+      settings: cfg.security,
+      cluster: cfg.registries.includes('Cluster') ? cfg.cluster : undefined,
+      namespace: cfg.namespace,
+      configDir: cfg.configDir,
+      trustDomain: () => meshSources.mesh.current().trustDomain,
+      registry: metrics.registry,
+    });
+  } catch (err) {
+    await meshSources.stop();
+    throw err;
+  }
 
   // With --registries Cluster the config kinds come from the CRDs, unless --configDir replaces them.
   const useCluster = cfg.registries.includes('Cluster');
-  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject }) : undefined;
+  // Accepted documents the validation warns about are logged, not counted: they are in force.
+  const onWarn = (r: ConfigRejection): void => {
+    logs.source.warn({ origin: r.origin, kind: r.kind, name: r.name, namespace: r.namespace, warnings: r.issues }, `config has warnings: ${configReportText(r)}`);
+  };
+  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject, onWarn }) : undefined;
   if (fileSource) await fileSource.start();
   else if (!useCluster) store.markSynced();
   const cluster = useCluster
@@ -166,17 +190,20 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   late.controllers = controllers;
   await controllers?.start();
 
-  const server = new grpc.Server({
+  const serverOptions: grpc.ServerOptions = {
     'grpc.max_concurrent_streams': cfg.grpcMaxStreams,
     'grpc.max_receive_message_length': cfg.grpcMaxRecvMsgSize,
     'grpc.keepalive_time_ms': cfg.keepalive.intervalMs,
     'grpc.keepalive_timeout_ms': cfg.keepalive.timeoutMs,
     ...(cfg.keepalive.maxConnectionAgeMs < 2 ** 31 ? { 'grpc.max_connection_age_ms': cfg.keepalive.maxConnectionAgeMs } : {}),
-  });
-  server.addService(ads.serviceDefinition(), ads.handlers());
+  };
+  const server = new grpc.Server(serverOptions);
+  server.addService(ads.serviceDefinition(), ads.handlers(identity.plaintextAuth));
   const grpcPort = await new Promise<number>((resolve, reject) =>
     server.bindAsync(formatListen(cfg.grpcAddr), grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
   );
+  // The secured port (--secureGRPCAddr): the same ADS over TLS, and the certificate service.
+  const secure = cfg.security.secureGrpcAddr && identity.serving ? await bindSecurePort(identity, formatListen(cfg.security.secureGrpcAddr), ads, serverOptions) : undefined;
 
   // HTTP: monitoring (metrics, readiness) and debug
   let ready = false;
@@ -196,7 +223,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   ready = true;
   metrics.startupDuration.set((Date.now() - startedAt) / 1000);
   logs.main.info(
-    { grpc: grpcPort, monitoring: monitoringPort, http: httpPort, services: model.current().push.services.length, registries: cfg.registries },
+    { grpc: grpcPort, secureGrpc: secure?.port, ca: identity.caSource, monitoring: monitoringPort, http: httpPort, services: model.current().push.services.length, registries: cfg.registries },
     'mesh-discovery ready',
   );
 
@@ -215,16 +242,21 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       registry.stop();
       ads.close();
       await Promise.race([
-        new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
+        Promise.all([
+          new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
+          new Promise<void>((resolve) => (secure ? secure.server.tryShutdown(() => resolve()) : resolve())),
+        ]),
         new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, cfg.shutdownMs - 200)).unref()),
       ]);
       server.forceShutdown();
+      secure?.server.forceShutdown();
+      identity.stop();
       await Promise.all([monitoring.close(), debug?.close()]);
     })();
     return stopping;
   };
 
-  return { grpcPort, httpPort, monitoringPort, metrics, ads, model, meshNetworks: () => meshSources.networks.current(), stop };
+  return { grpcPort, secureGrpcPort: secure?.port, identity, httpPort, monitoringPort, metrics, ads, model, meshNetworks: () => meshSources.networks.current(), stop };
 }
 
 /**

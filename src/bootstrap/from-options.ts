@@ -2,15 +2,36 @@ import type { DaemonEnv } from '../config/daemon-env.js';
 import { ConfigError } from '../util/config-error.js';
 import type { DiscoveryOptions, ListenAddr } from '../config/discovery-flags.js';
 import type { DaemonConfig } from './daemon-config.js';
+import { resolveSecuritySettings, type SecuritySettings } from '../security/settings.js';
 
 function required(name: string, a: ListenAddr | null): ListenAddr {
   if (!a) throw new ConfigError([`${name}: an address is required to serve`]);
   return a;
 }
 
+/** The identity settings; a setting that cannot work is a ConfigError naming it (notes are logged at start). */
+function securityFrom(o: DiscoveryOptions, env: DaemonEnv): { settings: SecuritySettings; notes: string[] } {
+  const { settings, issues, notes } = resolveSecuritySettings({
+    env,
+    secureGrpcAddr: o.secureGRPCAddr,
+    tlsCertFile: o.tlsCertFile,
+    tlsKeyFile: o.tlsKeyFile,
+    caCertFile: o.caCertFile,
+    cipherSuites: o.tlsCipherSuites,
+    cluster: o.registries.includes('Cluster'),
+    namespace: o.namespace,
+    domain: o.domain,
+  });
+  if (issues.length > 0) throw new ConfigError(issues);
+  return { settings, notes };
+}
+
 /** Resolves parsed flags and environment into what the running daemon uses. */
 export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonConfig {
+  const security = securityFrom(o, env);
   return {
+    security: security.settings,
+    securityNotes: security.notes,
     grpcAddr: required('--grpcAddr', o.grpcAddr),
     httpAddr: o.httpAddr ?? { host: '127.0.0.1', port: 8080 },
     monitoringAddr: required('--monitoringAddr', o.monitoringAddr),

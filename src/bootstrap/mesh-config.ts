@@ -28,6 +28,9 @@ export function meshSettingsFrom(mc: MeshConfig, base: { domain: string; cluster
     enableAutoMtls: mc.enableAutoMtls ?? d.enableAutoMtls,
     accessLogFile: mc.accessLogFile ?? d.accessLogFile,
     clusterLocalHosts: clusterLocalHostsOf(mc),
+    ...(mc.defaultProviders
+      ? { defaultProviders: { tracing: mc.defaultProviders.tracing ?? [], metrics: mc.defaultProviders.metrics ?? [], accessLogging: mc.defaultProviders.accessLogging ?? [] } }
+      : {}),
   });
 }
 

@@ -9,6 +9,8 @@
  */
 import { Command } from 'commander';
 import { registerCompletionCommand } from './completion.js';
+import { DISCOVERY_EXAMPLES } from './examples.js';
+import { finishHelp } from './help.js';
 import { registerRequestCommand } from './request.js';
 import { CliError, createCli, isMain, processIO, runCli, type Cli, type CliIO } from './runner.js';
 import { registerVersionCommand } from './version.js';
@@ -57,7 +59,7 @@ export function buildProgram(cli: Cli): Command {
         target.outputHelp(); // with the text added after the options
       }),
     );
-  return program;
+  return finishHelp(program, DISCOVERY_EXAMPLES);
 }
 
 /** Runs the program on `argv` (the arguments after the program name); returns the exit code. */

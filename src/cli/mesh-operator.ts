@@ -9,6 +9,8 @@
  * Heavy modules (the Kubernetes client, the controller) load only when `server` runs.
  */
 import { Command, Option } from 'commander';
+import { OPERATOR_EXAMPLES } from './examples.js';
+import { finishHelp } from './help.js';
 import { CliError, boolOption, boolValue, createCli, isMain, processIO, runCli, type Cli, type CliIO } from './runner.js';
 import { registerVersionCommand } from './version.js';
 
@@ -81,7 +83,7 @@ export function buildOperatorProgram(cli: Cli): Command {
       }),
     );
   registerVersionCommand(program, cli);
-  return program;
+  return finishHelp(program, OPERATOR_EXAMPLES);
 }
 
 export async function main(argv: readonly string[] = process.argv.slice(2), io: CliIO = processIO()): Promise<number> {

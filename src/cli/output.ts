@@ -7,8 +7,8 @@
  * output reads back the same with 1.1 and 1.2 readers. The `yaml` package is imported only when
  * YAML is written, so that importing this module costs nothing at start-up.
  *
- * Colour (a bold table header) is used only when standard output is a terminal and TERM is not
- * `dumb`; see `colorEnabled`.
+ * Colour (a bold table header, analyze's levels) is used only when standard output is a terminal,
+ * TERM is not `dumb` and NO_COLOR is not set; see `colorEnabled`.
  */
 import { CliError, type CliIO } from './runner.js';
 
@@ -27,9 +27,13 @@ export function parseOutputFormat<T extends string>(value: unknown, allowed: rea
   throw new CliError(`${flag}: invalid value ${JSON.stringify(text)} (choose from ${choices})`);
 }
 
-/** True when output to `io` may carry colour: standard output is a terminal and TERM is not `dumb`. */
+/**
+ * True when output to `io` may carry colour: standard output is a terminal, TERM is not `dumb`,
+ * and NO_COLOR is not set (to any value, even empty: https://no-color.org asks for non-empty, but
+ * a user who sets it at all means no colour). A command's own switch (`--color=false`) comes on top.
+ */
 export function colorEnabled(io: Pick<CliIO, 'env' | 'isTTY'>): boolean {
-  return io.isTTY === true && io.env.TERM !== 'dumb';
+  return io.isTTY === true && io.env.TERM !== 'dumb' && io.env.NO_COLOR === undefined;
 }
 
 export interface TableOptions {

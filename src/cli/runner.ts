@@ -5,11 +5,13 @@
  *
  * Errors that carry a numeric `exitCode` (`CliError`, `ConfigError`) are for the user: printed
  * as `error: <message>` without a stack. Anything else is a bug and is printed with its stack.
+ * A closed output pipe ends a real process quietly with status 141 (see CLOSED_OUTPUT_EXIT_CODE).
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { parseBool } from '../util/parse.js';
+import { COMPLETE_COMMAND, COMPLETE_NO_DESC_COMMAND, runCompletionRequest, type CompletionProviders } from './complete.js';
 
 export interface CliIO {
   readonly out: (text: string) => void;
@@ -44,7 +46,35 @@ export async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/**
+ * Exit code of a program whose reader went away (`meshctl manifest generate | head`): 141, the
+ * status a shell reports for a program that SIGPIPE ended (128 + 13), as coreutils and kubectl
+ * give. Node ignores SIGPIPE, so a write to a closed pipe fails with EPIPE instead; the program
+ * then stops at once, silently. With `set -o pipefail` a script sees the same status as with
+ * any other tool in that place.
+ */
+export const CLOSED_OUTPUT_EXIT_CODE = 141;
+
+let closedOutputHandled = false;
+
+/** Ends the process quietly with CLOSED_OUTPUT_EXIT_CODE when standard output or error is a closed pipe. */
+function exitQuietlyOnClosedOutput(): void {
+  if (closedOutputHandled) return;
+  closedOutputHandled = true;
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(CLOSED_OUTPUT_EXIT_CODE);
+      throw err; // any other write error stays an uncaught error, as without this listener
+    });
+  }
+}
+
+/**
+ * The process's own streams and environment. Only a real process uses this (tests pass their own
+ * CliIO); it is the one place that may end the process early, when its output is a closed pipe.
+ */
 export function processIO(): CliIO {
+  exitQuietlyOnClosedOutput();
   let stdin: Promise<string> | undefined;
   return {
     out: (text) => void process.stdout.write(text),
@@ -111,9 +141,21 @@ function applyToTree(cmd: Command, io: CliIO): void {
   for (const sub of cmd.commands) applyToTree(sub, io);
 }
 
-/** Parses `argv` (arguments after the program name), runs the command and returns the exit code. */
-export async function runCli(program: Command, cli: Cli, argv: readonly string[]): Promise<number> {
+export interface RunOptions {
+  /** Values the program's dynamic completion offers (complete.ts). */
+  readonly completion?: CompletionProviders;
+}
+
+/**
+ * Parses `argv` (arguments after the program name), runs the command and returns the exit code.
+ * `__complete` and `__completeNoDesc` (the hidden commands the completion scripts call) are
+ * answered here, before commander reads the line, since their words are another command line.
+ */
+export async function runCli(program: Command, cli: Cli, argv: readonly string[], options: RunOptions = {}): Promise<number> {
   const { io } = cli;
+  if (argv[0] === COMPLETE_COMMAND || argv[0] === COMPLETE_NO_DESC_COMMAND) {
+    return runCompletionRequest(program, io, argv, options.completion);
+  }
   applyToTree(program, io);
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -5,6 +5,7 @@
  */
 import { Command, Option } from 'commander';
 import { getBuildInfo, type BuildInfo } from '../version/build-info.js';
+import { renderDocument } from './output.js';
 import { CliError, boolOption, boolValue, type Cli } from './runner.js';
 
 export const VERSION_OUTPUTS = ['yaml', 'json'] as const;
@@ -26,14 +27,12 @@ export function parseVersionOutput(value: unknown): VersionOutput {
 /** One line: the version, or with `short` off every field. */
 export function versionLine(info: BuildInfo, short: boolean): string {
   if (short) return info.version;
-  return `${info.version} (revision ${info.revision}, node ${info.nodeVersion}, status ${info.status}, tag ${info.tag})`;
+  return `${info.version} (revision ${info.revision}, status ${info.status}, tag ${info.tag}, built ${info.buildTime}, node ${info.nodeVersion})`;
 }
 
-/** Renders the document as YAML or JSON (with a final newline). */
-export async function renderVersionDocument(doc: VersionDocument, output: 'yaml' | 'json'): Promise<string> {
-  if (output === 'json') return `${JSON.stringify(doc, null, 2)}\n`;
-  const { stringify } = await import('yaml');
-  return stringify(doc);
+/** Renders the document as YAML or JSON (with a final newline), with the shared writers of output.ts. */
+export function renderVersionDocument(doc: VersionDocument, output: 'yaml' | 'json'): Promise<string> {
+  return renderDocument(doc, output);
 }
 
 /** Adds `-o/--output` and `-s/--short` to a version command. */

@@ -39,6 +39,8 @@ export interface FileConfigSourceOptions {
   readonly defaultNamespace: string;
   /** Called for every refused document (once per content change of its file). */
   readonly onReject?: (rejection: ConfigRejection) => void;
+  /** Called for every new or changed document the validation warns about (`issues` are the warnings). */
+  readonly onWarn?: (warning: ConfigRejection) => void;
   /** Called on I/O and internal errors; the source keeps running. */
   readonly onError?: (error: Error) => void;
   /** Use fs.watch (default true). */
@@ -83,8 +85,8 @@ function objectId(kind: string, namespace: string, name: string): string {
 }
 
 export class FileConfigSource {
-  private readonly opts: Required<Omit<FileConfigSourceOptions, 'onReject' | 'onError'>> &
-    Pick<FileConfigSourceOptions, 'onReject' | 'onError'>;
+  private readonly opts: Required<Omit<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError'>> &
+    Pick<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError'>;
   private readonly files = new Map<string, FileState>();
   private readonly watchers = new Map<string, FSWatcher>();
   private watchFailed = false;
@@ -262,6 +264,9 @@ export class FileConfigSource {
       st.size > this.opts.maxFileBytes
         ? { objects: [], rejections: [{ origin, issues: [{ path: '', message: `file is larger than ${this.opts.maxFileBytes} bytes` }] }] }
         : parseConfigDocuments(content.toString('utf8'), origin, this.opts.defaultNamespace, docs);
+    for (const o of objects) {
+      if (o.warnings && previous.get(idOfObject(o)) !== o) this.warn(o);
+    }
     const kept = this.keepLastGood(previous, objects, rejections);
     const contributed = [...objects, ...kept.objects];
     this.files.set(path, { ...fingerprint, hash, objects: new Map(contributed.map((o) => [idOfObject(o), o])), docs });
@@ -336,6 +341,15 @@ export class FileConfigSource {
 
   private originOf(path: string): string {
     return relative(this.opts.dir, path).split(sep).join('/');
+  }
+
+  private warn(o: ConfigObject): void {
+    const report: ConfigRejection = { origin: o.meta.origin ?? '', kind: o.meta.gvk.kind, name: o.meta.name, namespace: o.meta.namespace, issues: o.warnings ?? [] };
+    try {
+      this.opts.onWarn?.(report);
+    } catch (err) {
+      this.reportError(err);
+    }
   }
 
   private reject(rejection: ConfigRejection): void {

@@ -5,7 +5,8 @@
 import type { z } from 'zod';
 import { configKinds, type ConfigKindName, type ConfigKindSpecs } from '../gen/config/schemas.js';
 import type { GroupVersionKind } from './types.js';
-import type { ConfigIssue } from './validation/common.js';
+import { checkAnnotations } from './validation/annotations.js';
+import type { ConfigIssue, ValidationContext } from './validation/common.js';
 import { validateDestinationRule } from './validation/destination-rule.js';
 import { validateEnvoyFilter, validateProxyConfig } from './validation/extensions.js';
 import { validateGateway } from './validation/gateway.js';
@@ -15,7 +16,7 @@ import { validateSidecar } from './validation/sidecar.js';
 import { validateTelemetry } from './validation/telemetry.js';
 import { validateVirtualService } from './validation/virtual-service.js';
 
-export type { ConfigIssue, ConfigKindName, ConfigKindSpecs };
+export type { ConfigIssue, ConfigKindName, ConfigKindSpecs, ValidationContext };
 
 export interface KindDefinition<S = unknown> {
   readonly group: string;
@@ -28,23 +29,27 @@ export interface KindDefinition<S = unknown> {
   readonly apiVersion: string;
   /** Structural schema of the spec (unknown fields, wrong types, missing required fields). */
   readonly schema: z.ZodType<S>;
-  /** Semantic checks of a spec that passed the schema; paths start with `spec`. */
-  validate(spec: S): ConfigIssue[];
+  /**
+   * Semantic checks of a spec that passed the schema, with what is known of the object (its
+   * namespace for target references, its annotations); paths start with `spec` or `metadata`.
+   * Issues with `level: 'warning'` do not refuse the object.
+   */
+  validate(spec: S, context?: ValidationContext): ConfigIssue[];
 }
 
-type Validators = { readonly [K in ConfigKindName]: (spec: ConfigKindSpecs[K]) => ConfigIssue[] };
+type Validators = { readonly [K in ConfigKindName]: (spec: ConfigKindSpecs[K], context?: ValidationContext) => ConfigIssue[] };
 
 const validators: Validators = {
-  AuthorizationPolicy: (s) => validateAuthorizationPolicy(s),
+  AuthorizationPolicy: (s, c) => validateAuthorizationPolicy(s, 'spec', c),
   DestinationRule: (s) => validateDestinationRule(s),
-  EnvoyFilter: (s) => validateEnvoyFilter(s),
+  EnvoyFilter: (s, c) => validateEnvoyFilter(s, 'spec', c),
   Gateway: (s) => validateGateway(s),
   PeerAuthentication: (s) => validatePeerAuthentication(s),
   ProxyConfig: (s) => validateProxyConfig(s),
-  RequestAuthentication: (s) => validateRequestAuthentication(s),
+  RequestAuthentication: (s, c) => validateRequestAuthentication(s, 'spec', c),
   ServiceEntry: (s) => validateServiceEntry(s),
   Sidecar: (s) => validateSidecar(s),
-  Telemetry: (s) => validateTelemetry(s),
+  Telemetry: (s, c) => validateTelemetry(s, 'spec', c),
   VirtualService: (s) => validateVirtualService(s),
   WorkloadEntry: (s) => validateWorkloadEntry(s),
   WorkloadGroup: (s) => validateWorkloadGroup(s),
@@ -63,7 +68,10 @@ function define<K extends ConfigKindName>(name: K): KindDefinition<ConfigKindSpe
     gvk,
     apiVersion: `${d.group}/${d.version}`,
     schema: d.schema as unknown as z.ZodType<ConfigKindSpecs[K]>,
-    validate: (spec: ConfigKindSpecs[K]) => validate(spec),
+    validate: (spec: ConfigKindSpecs[K], context?: ValidationContext) => [
+      ...validate(spec, context),
+      ...(context ? checkAnnotations(d.kind, context.annotations) : []),
+    ],
   });
 }
 

@@ -30,6 +30,8 @@ export interface KubeConfigSourceOptions {
   readonly namespaces?: ReadonlyArray<string>;
   /** Called for every refused object (once per resourceVersion). */
   readonly onReject?: (rejection: ConfigRejection) => void;
+  /** Called for every accepted object version the validation warns about (`issues` are the warnings). */
+  readonly onWarn?: (warning: ConfigRejection) => void;
   /** Watch failures (they are retried) and internal errors; the source keeps running. */
   readonly onError?: (error: Error, kind: string) => void;
   /** Informer tuning (watchdog, backoff, page size), mainly for tests. */
@@ -160,6 +162,13 @@ export class KubeConfigSource {
         keeps ? { ...parsed, issues: [...parsed.issues, { path: '', message: 'the last valid version stays in effect' }] } : parsed,
       );
       return;
+    }
+    if (parsed.warnings) {
+      try {
+        this.opts.onWarn?.({ origin: KUBE_ORIGIN, kind: def.kind, name, namespace, issues: parsed.warnings });
+      } catch (err) {
+        this.reportError(err instanceof Error ? err : new Error(String(err)), def.kind);
+      }
     }
     const created = obj.metadata?.creationTimestamp;
     const object: ConfigObject = {

@@ -4,14 +4,16 @@
  * `origin#index` (0-based), kind/name when they could be read, and the field path; the good
  * documents of the same text still load.
  *
- * YAML is read the project's one way (src/util/yaml.ts: 1.1 as the Kubernetes tooling applies it).
+ * YAML is read the project's one way (src/util/yaml.ts: as Kubernetes reads it: bare yes/no/on/off
+ * are booleans, 0777 is octal, `.`, timestamps and base-60 numbers stay strings, `[2001:db8::]` is a
+ * list of one address), so a file means the same here as when applied to a cluster.
  */
 import type { Document } from 'yaml';
 import { CONFIG_KINDS, kindByName, type KindDefinition } from './kinds.js';
-import type { ConfigMeta, ConfigObject, ConfigRejection } from './types.js';
+import type { ConfigMeta, ConfigObject, ConfigRejection, FieldIssue } from './types.js';
 import { isRecord } from '../util/record.js';
 import { readYamlDocuments, yamlValue } from '../util/yaml.js';
-import { type ConfigIssue, isDns1123Label, isDns1123Subdomain, join } from './validation/common.js';
+import { type ConfigIssue, isDns1123Label, isDns1123Subdomain, isWarning, join } from './validation/common.js';
 import { describeValue, formatSchemaIssue } from './validation/schema-issues.js';
 
 export interface ParseResult {
@@ -34,7 +36,16 @@ export type DocumentCache = Map<string, ConfigObject>;
  * refilled with this text's documents.
  */
 export function parseConfigDocuments(text: string, origin: string, defaultNamespace: string, cache?: DocumentCache): ParseResult {
-  const results = (cache && parseByDocument(text, origin, defaultNamespace, cache)) ?? parseWhole(text, origin, defaultNamespace);
+  const results = (cache && parseByDocument(text, origin, defaultNamespace, cache)) ?? parseWhole(readYamlDocuments(text), origin, defaultNamespace);
+  return collect(results, origin);
+}
+
+/** As parseConfigDocuments, for the documents of a text already read with readYamlDocuments. */
+export function parseConfigYamlDocuments(docs: ReadonlyArray<Document.Parsed>, origin: string, defaultNamespace: string): ParseResult {
+  return collect(parseWhole(docs, origin, defaultNamespace), origin);
+}
+
+function collect(results: ReadonlyArray<DocumentResult>, origin: string): ParseResult {
   const objects: ConfigObject[] = [];
   const rejections: ConfigRejection[] = [];
   const seen = new Map<string, number>();
@@ -65,8 +76,8 @@ export function parseConfigDocuments(text: string, origin: string, defaultNamesp
 
 type DocumentResult = ConfigObject | ConfigRejection | undefined;
 
-function parseWhole(text: string, origin: string, defaultNamespace: string): DocumentResult[] {
-  return readYamlDocuments(text).map((doc, index) => parseDocument(doc, `${origin}#${index}`, defaultNamespace));
+function parseWhole(docs: ReadonlyArray<Document.Parsed>, origin: string, defaultNamespace: string): DocumentResult[] {
+  return docs.map((doc, index) => parseDocument(doc, `${origin}#${index}`, defaultNamespace));
 }
 
 /**
@@ -196,10 +207,81 @@ function buildObject(value: unknown, origin: string, defaultNamespace: string): 
   const rawSpec = value.spec === undefined || value.spec === null ? {} : dropNulls(value.spec);
   if (!isRecord(rawSpec)) return reject([{ path: 'spec', message: 'spec must be a mapping' }]);
   const parsed = def.schema.safeParse(rawSpec, { reportInput: true });
-  if (!parsed.success) return reject(parsed.error.issues.flatMap((i) => formatSchemaIssue(i, 'spec')));
-  const semantic = def.validate(parsed.data);
-  if (semantic.length > 0) return reject(semantic);
-  return { meta, spec: deepFreeze(parsed.data) };
+  const context = { namespace: meta.namespace, name: meta.name, annotations: meta.annotations };
+  if (!parsed.success) {
+    const errors = parsed.error.issues.flatMap((i) => formatSchemaIssue(i, 'spec'));
+    const salvaged = salvage(def, rawSpec);
+    return { ...reject(errors), ...(salvaged !== undefined ? { salvaged: { meta, spec: deepFreeze(salvaged) } } : {}) };
+  }
+  const semantic = def.validate(parsed.data, context);
+  const errors = semantic.filter((i) => !isWarning(i)).map(plainIssue);
+  const warnings = semantic.filter(isWarning).map(plainIssue);
+  const spec = deepFreeze(parsed.data);
+  if (errors.length > 0) return { ...reject(errors), ...(warnings.length > 0 ? { warnings } : {}), salvaged: { meta, spec } };
+  return warnings.length > 0 ? { meta, spec, warnings: Object.freeze(warnings) } : { meta, spec };
+}
+
+const plainIssue = (i: ConfigIssue): FieldIssue => ({ path: i.path, message: i.message });
+
+const MAX_SALVAGE_ROUNDS = 5;
+
+/**
+ * The spec with the fields its schema refuses left out, so the rest can be analysed; undefined
+ * when a required field is missing or the schema still refuses it after a few rounds.
+ */
+function salvage(def: KindDefinition, raw: Record<string, unknown>): unknown {
+  let spec: unknown = structuredClone(raw);
+  for (let round = 0; round < MAX_SALVAGE_ROUNDS; round++) {
+    const r = def.schema.safeParse(spec);
+    if (r.success) return r.data;
+    for (const issue of r.error.issues) {
+      const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+      if (issue.code === 'unrecognized_keys') for (const k of issue.keys) removeAt(spec, [...path, k]);
+      else if (issue.code === 'invalid_type' && issue.input === undefined) return undefined; // a required field is missing
+      else if (path.length === 0) return undefined;
+      else removeAt(spec, path);
+    }
+    spec = compactLists(spec);
+  }
+  return undefined;
+}
+
+/** Removes the value at `path` (list items become holes, closed by compactLists). */
+function removeAt(root: unknown, path: ReadonlyArray<string | number>): void {
+  let cur: unknown = root;
+  for (const p of path.slice(0, -1)) {
+    if (typeof cur !== 'object' || cur === null) return;
+    cur = (cur as Record<string | number, unknown>)[p];
+  }
+  const last = path[path.length - 1];
+  if (Array.isArray(cur) && typeof last === 'number') cur[last] = HOLE;
+  else if (isRecord(cur)) delete cur[String(last)];
+}
+
+const HOLE = Symbol('removed');
+
+function compactLists(value: unknown): unknown {
+  if (Array.isArray(value)) return value.filter((v) => v !== HOLE).map(compactLists);
+  if (!isRecord(value)) return value;
+  for (const [k, v] of Object.entries(value)) value[k] = compactLists(v);
+  return value;
+}
+
+/** What the validating webhook answers for one object: the errors that refuse it and the warnings. */
+export interface AdmissionVerdict {
+  readonly errors: ReadonlyArray<FieldIssue>;
+  readonly warnings: ReadonlyArray<FieldIssue>;
+}
+
+/**
+ * Validates one decoded object as every other entry point does (files, the CRD source, `meshctl
+ * validate`) and says what an admission review should return: errors refuse it, warnings go back
+ * to the client.
+ */
+export function admissionVerdict(value: unknown, defaultNamespace: string): AdmissionVerdict {
+  const r = buildObject(value, 'admission', defaultNamespace);
+  if ('issues' in r) return { errors: r.issues, warnings: r.warnings ?? [] };
+  return { errors: [], warnings: r.warnings ?? [] };
 }
 
 function checkKind(value: Record<string, unknown>, issues: ConfigIssue[]): KindDefinition | undefined {

@@ -24,11 +24,19 @@ export interface ConfigMeta {
   readonly origin?: string;
 }
 
+/** A field and what is wrong with it. */
+export interface FieldIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
 /** A validated config object. `spec` has the kind's parsed spec type. Immutable once stored. */
 export interface ConfigObject<S = unknown> {
   readonly meta: ConfigMeta;
   readonly spec: S;
   readonly status?: unknown;
+  /** What the validation warned about: the object is used, but probably not as meant. */
+  readonly warnings?: ReadonlyArray<FieldIssue>;
 }
 
 /** Key of an object inside its kind: `namespace/name`. */
@@ -55,7 +63,14 @@ export interface ConfigRejection {
   readonly kind?: string;
   readonly name?: string;
   readonly namespace?: string;
-  readonly issues: ReadonlyArray<{ readonly path: string; readonly message: string }>;
+  readonly issues: ReadonlyArray<FieldIssue>;
+  /** Warnings about the same document, besides the errors that refuse it. */
+  readonly warnings?: ReadonlyArray<FieldIssue>;
+  /**
+   * What of the refused object can still be analysed: the object with the fields its schema
+   * refuses left out, when its kind, name and required fields are readable. Never stored or served.
+   */
+  readonly salvaged?: ConfigObject;
 }
 
 /** Read side of configuration, used by the model when it builds a snapshot. */
@@ -67,4 +82,10 @@ export interface ConfigStore {
   onEvent(handler: (event: ConfigEvent) => void): () => void;
   /** True once the source has delivered its initial state. */
   hasSynced(): boolean;
+}
+
+/** One line about a refused or warned-about document: `origin Kind ns/name: path: message; ...`. */
+export function configReportText(r: ConfigRejection): string {
+  const object = `${r.kind ? ` ${r.kind}` : ''}${r.name ? ` ${r.namespace ? `${r.namespace}/` : ''}${r.name}` : ''}`;
+  return `${r.origin}${object}: ${r.issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ')}`;
 }

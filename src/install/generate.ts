@@ -7,17 +7,36 @@ import { CHARTS_DEPRECATED } from './charts-warning.js';
 import { InstallError } from './errors.js';
 import { CLI_OWNER_NAME } from './labels.js';
 import { renderManifests, COMPONENT_NAMES, type ComponentManifest, type ComponentName } from './render/index.js';
-import { resolveSpec } from './resolve.js';
+import { resolveSpec, type ResolvedSpec } from './resolve.js';
 import { readCrds } from './sources.js';
 
-export interface GenerateRequest {
-  readonly components?: readonly string[];
+/** The flags that choose a spec, as `manifest generate`, `install` and `upgrade` have them. */
+export interface SpecRequest {
   readonly files?: readonly string[];
   readonly sets?: readonly string[];
   readonly manifests?: string;
   readonly charts?: string;
   readonly revision?: string;
   readonly force?: boolean;
+}
+
+export interface GenerateRequest extends SpecRequest {
+  readonly components?: readonly string[];
+}
+
+/** The spec a request chooses, with the warnings to show (the deprecated `--charts`, problems `--force` skipped). */
+export async function resolveRequest(req: SpecRequest): Promise<{ resolved: ResolvedSpec; warnings: string[] }> {
+  const warnings: string[] = [];
+  if (req.charts) warnings.push(CHARTS_DEPRECATED);
+  const resolved = await resolveSpec({
+    manifests: req.manifests || req.charts,
+    files: req.files,
+    sets: req.sets,
+    revision: req.revision,
+    force: req.force,
+  });
+  warnings.push(...resolved.warnings.map((w) => `warning: ${w}`));
+  return { resolved, warnings };
 }
 
 /** Component names as given to `--component`: the label value or the spec key, any case. */
@@ -33,16 +52,7 @@ export function parseComponents(names: readonly string[]): ComponentName[] {
 
 /** The manifests of a request, with the warnings to show (deprecated flags, `--force` skips, empty components). */
 export async function generateManifests(req: GenerateRequest): Promise<{ manifests: ComponentManifest[]; warnings: string[] }> {
-  const warnings: string[] = [];
-  if (req.charts) warnings.push(CHARTS_DEPRECATED);
-  const resolved = await resolveSpec({
-    manifests: req.manifests || req.charts,
-    files: req.files,
-    sets: req.sets,
-    revision: req.revision,
-    force: req.force,
-  });
-  warnings.push(...resolved.warnings.map((w) => `warning: ${w}`));
+  const { resolved, warnings } = await resolveRequest(req);
   const spec = resolved.spec;
   const revision = spec.revision && spec.revision !== 'default' ? spec.revision : '';
   const crds = await readCrds(resolved.source);

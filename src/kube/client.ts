@@ -47,6 +47,8 @@ export interface KubeClientOptions {
   /** Whole-request timeout of ordinary requests (default 60 s). */
   readonly timeoutMs?: number;
   readonly onRequest?: RequestObserver;
+  /** Give `onRequest` the (redacted) request and response headers too. */
+  readonly observeHeaders?: boolean;
 }
 
 /** Names one object of any kind. */
@@ -129,6 +131,7 @@ export class KubeClient {
       userAgent: options.userAgent,
       timeoutMs: options.timeoutMs,
       onRequest: options.onRequest,
+      observeHeaders: options.observeHeaders,
     });
     this.discovery = new Discovery(this.transport);
   }

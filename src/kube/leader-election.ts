@@ -15,7 +15,8 @@ import type { KubeClient } from './client.js';
 import { isAlreadyExists, isConflict, isNotFound } from './errors.js';
 import { getLogger } from '../log/logger.js';
 
-export interface LeaderElectionOptions {
+/** Which Lease, who competes for it, and the timings. */
+export interface LeaseParams {
   readonly client: KubeClient;
   readonly namespace: string;
   /** Lease name. */
@@ -28,6 +29,9 @@ export interface LeaderElectionOptions {
   readonly renewDeadlineMs?: number;
   /** Time between tries (default 2 s). */
   readonly retryPeriodMs?: number;
+}
+
+export interface LeaderElectionOptions extends LeaseParams {
   /** Release the lease on `stop()` (default true). */
   readonly releaseOnStop?: boolean;
   /** Called when this elector becomes leader; `signal` aborts when it stops leading. */

@@ -28,8 +28,43 @@ export interface HttpResponse {
   readonly body: Buffer;
 }
 
-/** Called after every request, for metrics. `status` is 0 when no answer came. */
-export type RequestObserver = (info: { readonly method: string; readonly status: number; readonly durationMs: number }) => void;
+/** What a request observer is told after every request (for a stream: once its headers came). */
+export interface RequestInfo {
+  readonly method: string;
+  /** Absolute URL, query included. */
+  readonly url: string;
+  /** 0 when no answer came. */
+  readonly status: number;
+  readonly durationMs: number;
+  /** Why no answer came (status 0). */
+  readonly error?: string;
+  /** The headers sent, credentials redacted (see `redactCredentials`); only with `observeHeaders`. */
+  readonly requestHeaders?: Readonly<Record<string, string>>;
+  /** The headers received, cookies redacted; only with `observeHeaders` and an answer. */
+  readonly responseHeaders?: Readonly<Record<string, string>>;
+}
+
+/** Called after every request, for metrics and request logs (meshctl --vklog). */
+export type RequestObserver = (info: RequestInfo) => void;
+
+const REDACTED = '<redacted>';
+
+/**
+ * `headers` as they may be shown: the credentials of Authorization and Proxy-Authorization
+ * replaced (the scheme kept: `Bearer <redacted>`), cookies replaced whole.
+ */
+export function redactCredentials(headers: Readonly<Record<string, string | string[] | number | undefined>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(headers)) {
+    if (raw === undefined) continue;
+    const value = Array.isArray(raw) ? raw.join(', ') : String(raw);
+    const lower = name.toLowerCase();
+    if (lower === 'authorization' || lower === 'proxy-authorization') out[name] = /^\S+\s/.test(value) ? `${value.split(/\s/, 1)[0]} ${REDACTED}` : REDACTED;
+    else if (lower === 'cookie' || lower === 'set-cookie') out[name] = REDACTED;
+    else out[name] = value;
+  }
+  return out;
+}
 
 export interface TransportOptions {
   readonly limiter: TokenBucket;
@@ -39,6 +74,8 @@ export interface TransportOptions {
   /** How long credentials read from files are reused before being read again (default 10 s). */
   readonly credentialTtlMs?: number;
   readonly onRequest?: RequestObserver;
+  /** Give `onRequest` the request and response headers (redacted) too. */
+  readonly observeHeaders?: boolean;
 }
 
 interface Prepared {
@@ -49,6 +86,11 @@ interface Prepared {
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+
+/** Filled by `open` with the headers it sends, for the observer. */
+interface SentHeaders {
+  headers?: OutgoingHttpHeaders;
+}
 
 export class KubeTransport {
   readonly server: URL;
@@ -88,16 +130,35 @@ export class KubeTransport {
   async send(req: HttpRequest): Promise<HttpResponse> {
     await this.opts.limiter.take(req.signal);
     const started = performance.now();
-    let status = 0;
+    const sent: SentHeaders = {};
+    let res: IncomingMessage | undefined;
+    let failure: unknown;
     try {
-      const res = await this.open(req, req.timeoutMs ?? this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, true);
-      status = res.statusCode ?? 0;
+      res = await this.open(req, req.timeoutMs ?? this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, true, sent);
+      const status = res.statusCode ?? 0;
       const body = await readBody(res);
       if (status === 401) this.prepared = undefined;
       return { status, headers: res.headers, body };
+    } catch (err) {
+      failure = err;
+      throw err;
     } finally {
-      this.opts.onRequest?.({ method: req.method, status, durationMs: performance.now() - started });
+      this.observe(req, started, sent, res, failure);
     }
+  }
+
+  private observe(req: HttpRequest, started: number, sent: SentHeaders, res: IncomingMessage | undefined, failure: unknown): void {
+    if (!this.opts.onRequest) return;
+    const headers = this.opts.observeHeaders === true;
+    this.opts.onRequest({
+      method: req.method,
+      url: this.url(req.path).href,
+      status: res?.statusCode ?? 0,
+      durationMs: performance.now() - started,
+      ...(failure !== undefined && !res ? { error: failure instanceof Error ? failure.message : String(failure) } : {}),
+      ...(headers && sent.headers ? { requestHeaders: redactCredentials(sent.headers) } : {}),
+      ...(headers && res ? { responseHeaders: redactCredentials(res.headers) } : {}),
+    });
   }
 
   /** Sends a request and throws a KubeApiError unless the answer is 2xx; returns the parsed JSON. */
@@ -126,15 +187,16 @@ export class KubeTransport {
   async stream(req: HttpRequest): Promise<IncomingMessage> {
     await this.opts.limiter.take(req.signal);
     const started = performance.now();
+    const sent: SentHeaders = {};
     let res: IncomingMessage;
     try {
-      res = await this.open({ ...req, headers: { Accept: 'application/json', ...req.headers } }, req.timeoutMs ?? 30_000, false);
+      res = await this.open({ ...req, headers: { Accept: 'application/json', ...req.headers } }, req.timeoutMs ?? 30_000, false, sent);
     } catch (err) {
-      this.opts.onRequest?.({ method: req.method, status: 0, durationMs: performance.now() - started });
+      this.observe(req, started, sent, undefined, err);
       throw err;
     }
     const status = res.statusCode ?? 0;
-    this.opts.onRequest?.({ method: req.method, status, durationMs: performance.now() - started });
+    this.observe(req, started, sent, res, undefined);
     if (status === 200) return res;
     const body = await readBody(res).catch(() => Buffer.alloc(0));
     if (status === 401) this.prepared = undefined;
@@ -153,7 +215,7 @@ export class KubeTransport {
     this.agent?.destroy();
   }
 
-  private async open(req: HttpRequest, timeoutMs: number, wholeRequest: boolean): Promise<IncomingMessage> {
+  private async open(req: HttpRequest, timeoutMs: number, wholeRequest: boolean, sent: SentHeaders): Promise<IncomingMessage> {
     if (this.closed) throw new Error('Kubernetes client is closed');
     if (req.signal?.aborted) throw abortError(req.signal);
     const prepared = await this.prepare();
@@ -162,6 +224,7 @@ export class KubeTransport {
     const url = this.url(req.path);
     const headers: OutgoingHttpHeaders = { ...prepared.headers, 'User-Agent': this.opts.userAgent ?? 'mesh-control-plane', ...req.headers };
     if (req.body !== undefined) headers['Content-Length'] = Buffer.byteLength(req.body);
+    sent.headers = headers;
     const options: RequestOptions = { method: req.method, headers, agent: prepared.agent, servername: prepared.servername };
     const what = `${req.method} ${url.pathname}`;
     return new Promise<IncomingMessage>((resolve, reject) => {

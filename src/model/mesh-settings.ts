@@ -14,6 +14,8 @@ export interface MeshSettings {
   readonly accessLogFile: string;
   /** Host patterns declared cluster-local (`serviceSettings[].settings.clusterLocal`); absent means none. */
   readonly clusterLocalHosts?: ReadonlyArray<string>;
+  /** Telemetry providers used where a Telemetry names none (`defaultProviders`); absent means none. */
+  readonly defaultProviders?: { readonly tracing: ReadonlyArray<string>; readonly metrics: ReadonlyArray<string>; readonly accessLogging: ReadonlyArray<string> };
 }
 
 export const DEFAULT_MESH_SETTINGS: MeshSettings = Object.freeze({

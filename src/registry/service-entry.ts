@@ -9,6 +9,8 @@ const RESOLUTION: Record<string, Resolution> = {
   STATIC: 'ClientSideLB',
   DNS: 'DNS',
   DNS_ROUND_ROBIN: 'DNSRoundRobin',
+  // Resolved when the request names a host under the wildcard: the original destination, as the client resolved it.
+  DYNAMIC_DNS: 'Passthrough',
 };
 
 type WorkloadEntrySpec = WorkloadEntry;

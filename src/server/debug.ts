@@ -41,6 +41,7 @@ export function registerDebug(http: HttpService, d: DebugDeps): void {
     body: [...d.ads.connections.values()].map((c) => ({
       proxy: c.proxy.id,
       connection: c.id,
+      identity: c.identity ?? null,
       type: c.proxy.type,
       delta: c.delta,
       connectedAt: new Date(c.connectedAt).toISOString(),
@@ -65,7 +66,7 @@ export function registerDebug(http: HttpService, d: DebugDeps): void {
   http.route('/debug/connections', () => ({
     body: {
       total: d.ads.connections.size,
-      connections: [...d.ads.connections.values()].map((c) => ({ id: c.id, peer: c.peer, proxy: c.proxy.id, type: c.proxy.type, namespace: c.proxy.namespace, delta: c.delta })),
+      connections: [...d.ads.connections.values()].map((c) => ({ id: c.id, peer: c.peer, proxy: c.proxy.id, identity: c.identity ?? null, type: c.proxy.type, namespace: c.proxy.namespace, delta: c.delta })),
     },
   }));
 

@@ -1,9 +1,12 @@
 /**
- * Build information of this installation. The version comes from package.json, read at run time
- * relative to this module (the same path from src/ and dist/). Revision, build status and tag
- * come, in this order, from `build-stamp.json` beside this module (a build step may write it:
- * `{"revision": "...", "status": "Clean", "tag": "v1.2.3"}`), from the variables
- * MESH_BUILD_GIT_REVISION, MESH_BUILD_STATUS and MESH_BUILD_TAG, else `unknown`.
+ * Build information of this installation, as `version` prints it for all three programs.
+ *
+ * `npm run build` writes `build-stamp.json` beside this module in dist/ (scripts/build-stamp.mjs:
+ * version, git revision, status Clean or Modified, tag, build time; never committed). Each field
+ * comes from the stamp, else from the variables MESH_BUILD_GIT_REVISION, MESH_BUILD_STATUS,
+ * MESH_BUILD_TAG and MESH_BUILD_TIME (for packagers that build without git), else `unknown`; the
+ * version falls back to package.json, read relative to this module (the same path from src/ and
+ * dist/). Running from src/ (tests) there is no stamp.
  */
 import fs from 'node:fs';
 
@@ -11,8 +14,11 @@ export interface BuildInfo {
   readonly version: string;
   readonly revision: string;
   readonly nodeVersion: string;
+  /** `Clean` or `Modified` (the work tree had changes when built), or `unknown`. */
   readonly status: string;
   readonly tag: string;
+  /** ISO 8601, UTC, seconds. */
+  readonly buildTime: string;
 }
 
 function readJson(url: URL): Record<string, unknown> | undefined {
@@ -32,10 +38,11 @@ const PACKAGE_URL = new URL('../../package.json', import.meta.url);
 export function getBuildInfo(env: Readonly<Record<string, string | undefined>> = process.env, stampUrl: URL = BUILD_STAMP_URL): BuildInfo {
   const stamp = readJson(stampUrl) ?? {};
   return Object.freeze({
-    version: text(readJson(PACKAGE_URL)?.version) ?? 'unknown',
+    version: text(stamp.version) ?? text(readJson(PACKAGE_URL)?.version) ?? 'unknown',
     revision: text(stamp.revision) ?? text(env.MESH_BUILD_GIT_REVISION) ?? 'unknown',
     nodeVersion: process.version,
     status: text(stamp.status) ?? text(env.MESH_BUILD_STATUS) ?? 'unknown',
     tag: text(stamp.tag) ?? text(env.MESH_BUILD_TAG) ?? 'unknown',
+    buildTime: text(stamp.buildTime) ?? text(env.MESH_BUILD_TIME) ?? 'unknown',
   });
 }

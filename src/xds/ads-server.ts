@@ -12,6 +12,8 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { EndpointIndex } from '../model/endpoint-index.js';
 import { parseProxy, ProxyIdError, type Proxy } from '../model/proxy.js';
 import type { PushContext } from '../model/push-context.js';
+// authentication lives outside the transport: a port's authorizer is handed in (src/security/xds-auth.ts)
+import type { StreamAuthorizer } from '../security/stream-authorizer.js';
 import type { EncodedResource, ResourceCache } from './cache.js';
 import { Connection, changedResources, listVersion, newWatch, type ResponseWriter, type WatchState } from './connection.js';
 import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
@@ -155,15 +157,16 @@ export class DiscoveryServer {
     return { StreamAggregatedResources: method('StreamAggregatedResources'), DeltaAggregatedResources: method('DeltaAggregatedResources') };
   }
 
-  handlers(): grpc.UntypedServiceImplementation {
+  /** Handlers for one port; `authorize` decides on each new stream (none: every stream is served). */
+  handlers(authorize?: StreamAuthorizer): grpc.UntypedServiceImplementation {
     return {
-      StreamAggregatedResources: (call: DuplexCall) => this.serve(call, false),
+      StreamAggregatedResources: (call: DuplexCall) => this.serve(call, false, authorize),
       DeltaAggregatedResources: (call: DuplexCall) => {
         if (!this.deps.options.deltaEnabled) {
           call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'delta xDS is disabled on this daemon (set MESH_DELTA_XDS=true)' });
           return;
         }
-        this.serve(call, true);
+        this.serve(call, true, authorize);
       },
     };
   }
@@ -191,7 +194,7 @@ export class DiscoveryServer {
     for (const c of this.connections.values()) c.writer.close(grpc.status.UNAVAILABLE, 'server shutting down');
   }
 
-  private serve(call: DuplexCall, delta: boolean): void {
+  private serve(call: DuplexCall, delta: boolean, authorize: StreamAuthorizer | undefined): void {
     if (this.closing) {
       call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'server shutting down' });
       return;
@@ -244,7 +247,9 @@ export class DiscoveryServer {
           if (ended) return;
           if (sotw instanceof StreamError) throw sotw;
           if (!conn) {
-            conn = this.accept(call, sotw ? sotw.node : this.decodeDelta(deltaRaw!).node, delta, writer);
+            const accepted = await this.accept(call, sotw ? sotw.node : this.decodeDelta(deltaRaw!).node, delta, writer, authorize);
+            if (ended) return;
+            conn = this.register(accepted);
           }
           if (sotw) await this.onRequest(conn, sotw);
           else await this.onDeltaRequest(conn, deltaRaw!);
@@ -292,7 +297,7 @@ export class DiscoveryServer {
     }
   }
 
-  private accept(call: DuplexCall, node: Node | undefined, delta: boolean, writer: ResponseWriter): Connection {
+  private async accept(call: DuplexCall, node: Node | undefined, delta: boolean, writer: ResponseWriter, authorize: StreamAuthorizer | undefined): Promise<Connection> {
     if (!node?.id) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'first discovery request must carry node.id');
     let proxy: Proxy;
     try {
@@ -301,11 +306,17 @@ export class DiscoveryServer {
       if (e instanceof ProxyIdError) throw new StreamError(grpc.status.INVALID_ARGUMENT, e.message);
       throw e;
     }
-    const conn = new Connection(proxy, call.getPeer(), delta, writer);
+    const decision = authorize ? await authorize(call, proxy) : { allowed: true as const };
+    if (!decision.allowed) throw new StreamError(decision.code, decision.message);
+    return new Connection(proxy, call.getPeer(), delta, writer, decision.identity);
+  }
+
+  private register(conn: Connection): Connection {
+    const proxy = conn.proxy;
     this.connections.set(conn.id, conn);
     this.deps.metrics.xdsClients.inc();
     this.observe('connected', proxy);
-    this.deps.log.info({ conn: conn.id, type: proxy.type, delta }, 'ADS: new connection');
+    this.deps.log.info({ conn: conn.id, type: proxy.type, delta: conn.delta, identity: conn.identity }, 'ADS: new connection');
     return conn;
   }
 

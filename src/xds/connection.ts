@@ -108,6 +108,8 @@ export class Connection {
     readonly peer: string,
     readonly delta: boolean,
     readonly writer: ResponseWriter,
+    /** The authenticated identity of the stream (a SPIFFE id), when its port authenticates. */
+    readonly identity?: string,
   ) {
     this.id = `${proxy.id}-${++counter}`;
   }

@@ -200,10 +200,16 @@ describe('a daemon with --registries Cluster', () => {
       expect(catchAll(first)).toBe('BlackHoleCluster');
 
       await putConfigMap('mesh', { mesh: 'outboundTrafficPolicy: { mode: ALLOW_ANY }\n' });
-      // the proxy gets a push with the new listeners
-      const pushed = await stream.next(15_000);
-      expect(pushed.typeUrl).toBe(TypeUrl.Listener);
-      stream.ack(pushed);
+      // the proxy gets a push with the new listeners (pushes for other events of the shared plane
+      // may come first; each is ACKed and must still be a listener push)
+      const deadline = Date.now() + 15_000;
+      let pushed = await stream.next(15_000);
+      for (;;) {
+        expect(pushed.typeUrl).toBe(TypeUrl.Listener);
+        stream.ack(pushed);
+        if (catchAll(pushed) === 'PassthroughCluster' || Date.now() > deadline) break;
+        pushed = await stream.next(Math.max(1, deadline - Date.now()));
+      }
       expect(catchAll(pushed)).toBe('PassthroughCluster');
 
       const before = await daemon.metric('disc_total_rejected_configs', { type: 'MeshConfig' });

@@ -23,9 +23,9 @@ function write(name: string, text: string): string {
   return file;
 }
 
-async function run(argv: string[], env: Record<string, string> = {}) {
+async function run(argv: string[], env: Record<string, string> = {}, isTTY = false) {
   const c = captureIO({ TERM: 'dumb', ...env });
-  const code = await meshctl(argv, c.io);
+  const code = await meshctl(argv, { ...c.io, isTTY });
   return { code, stdout: c.stdout(), stderr: c.stderr() };
 }
 
@@ -147,11 +147,21 @@ describe('meshctl analyze on files (--use-cluster=false)', () => {
     expect(r.stdout).toContain('virtualservice');
   });
 
-  it('colours the level unless --color=false or TERM=dumb', async () => {
-    const coloured = await run(['analyze', '--use-cluster=false', '-A', broken], { TERM: 'xterm' });
+  it('colours the level on a terminal only, unless --color=false, NO_COLOR or TERM=dumb', async () => {
+    const argv = ['analyze', '--use-cluster=false', '-A', broken];
+    const coloured = await run(argv, { TERM: 'xterm' }, true);
     expect(coloured.stdout).toContain('\x1b[31mError\x1b[0m [MESH0103]');
-    const plain = await run(['analyze', '--use-cluster=false', '-A', '--color=false', broken], { TERM: 'xterm' });
-    expect(plain.stdout).toMatch(/^Error \[MESH0103\]/m);
+    for (const [args, env, tty] of [
+      [['--color=false'], { TERM: 'xterm' }, true],
+      [[], { TERM: 'xterm' }, false],
+      [[], { TERM: 'xterm', NO_COLOR: '1' }, true],
+      [[], { TERM: 'xterm', NO_COLOR: '' }, true],
+      [[], { TERM: 'dumb' }, true],
+    ] as const) {
+      const plain = await run([...argv, ...args], env, tty);
+      expect(plain.stdout).toMatch(/^Error \[MESH0103\]/m);
+      expect(plain.stdout).not.toContain('\x1b[');
+    }
   });
 });
 
@@ -183,8 +193,16 @@ describe('meshctl analyze on the live cluster', () => {
     // The Service is known from the cluster: no unknown-host warning.
     expect(live.stdout).not.toContain('MESH0102');
 
+    // The namespace of the test is not labelled for injection: that is the one finding left (Info).
+    expect(live.stdout).toContain(`Info [MESH0116] (Namespace ${ns}) metadata.labels: namespace is not enabled for proxy injection`);
+    expect(live.stdout).not.toContain('(Namespace default)');
+
     const fix = write('cluster-fix.yaml', DR('reviews', ns ?? '', 'reviews', ['v1', 'v2']));
-    expect(await run(['analyze', '-c', kubeconfig, '-n', ns ?? '', fix])).toEqual({ code: 0, stdout: `No validation issues found when analyzing namespace: ${ns}.\n`, stderr: '' });
+    expect(await run(['analyze', '-c', kubeconfig, '-n', ns ?? '', '--output-threshold', 'Warning', fix])).toEqual({
+      code: 0,
+      stdout: `No validation issues found when analyzing namespace: ${ns}.\n`,
+      stderr: '',
+    });
   });
 
   it('a stored object the daemon would refuse is reported (MESH0107); an unreachable cluster is a clear error', async () => {

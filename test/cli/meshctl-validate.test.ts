@@ -95,7 +95,7 @@ describe('meshctl validate', () => {
   it('gives the daemon\'s verdict: the same rejections parseConfigDocuments makes for --configDir', async () => {
     const text = [
       BROKEN_DR,
-      VS('bad-weights', `  hosts: [echo]\n  http:\n    - route:\n        - destination: {host: echo}\n          weight: 30\n        - destination: {host: echo2}\n          weight: 30\n`),
+      VS('bad-weights', `  hosts: [echo]\n  http:\n    - route:\n        - destination: {host: echo}\n          weight: 0\n        - destination: {host: echo2}\n          weight: 0\n`),
       'apiVersion: networking.mesh.io/v1\nkind: Gateway\nmetadata: {name: Bad_Name}\nspec: {}\n',
       'key: [unclosed\n',
       VS('dup', ROUTE_TO('echo')),
@@ -197,7 +197,7 @@ data: {a: b}
     );
     const r = await run(['validate', '-f', file]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe(`"${file}" is valid\n`);
+    expect(r.stdout).toBe(`"${file}" has warnings: 4 warnings (Warning: lines on standard error)\n`);
     expect(r.stderr.trimEnd().split('\n')).toEqual([
       `Warning: ${file}#0 Service/default/web: spec.ports[1]: port 9000: protocol is not declared, so the proxy has to detect it; name the port <protocol>[-<suffix>] (e.g. http-web, grpc, tcp-db) or set appProtocol`,
       `Warning: ${file}#0 Service/default/web: spec.ports[3].name: port 8080 (http-alt): the name says HTTP but appProtocol says GRPC; appProtocol wins`,

@@ -33,7 +33,9 @@ describe('renderTable', () => {
 });
 
 describe('colorEnabled', () => {
-  it('allows colour only on a terminal whose TERM is not dumb', () => {
+  it('allows colour only on a terminal whose TERM is not dumb, without NO_COLOR', () => {
+    expect(colorEnabled({ env: { NO_COLOR: '1' }, isTTY: true })).toBe(false);
+    expect(colorEnabled({ env: { NO_COLOR: '' }, isTTY: true })).toBe(false);
     expect(colorEnabled({ env: {}, isTTY: true })).toBe(true);
     expect(colorEnabled({ env: { TERM: 'xterm-256color' }, isTTY: true })).toBe(true);
     expect(colorEnabled({ env: { TERM: 'dumb' }, isTTY: true })).toBe(false);

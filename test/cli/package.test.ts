@@ -63,6 +63,9 @@ describe('the packed package', () => {
     expect(version.stderr).toBe('');
     expect(version.status).toBe(0);
     expect(JSON.parse(version.stdout)).toMatchObject({ clientVersion: { version: pkg.version, nodeVersion: process.version } });
+    // The build stamp travels with the bundle (scripts/build-stamp.mjs, ADR 0027).
+    const stamp = JSON.parse(readFileSync(join(REPO_ROOT, 'dist/bin/build-stamp.json'), 'utf8')) as Record<string, string>;
+    expect(JSON.parse(version.stdout).clientVersion).toEqual({ ...stamp, nodeVersion: process.version });
 
     const help = run(process.execPath, [meshctl, '--help'], work);
     expect(help.status).toBe(0);

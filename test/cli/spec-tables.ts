@@ -1,10 +1,18 @@
-/** Reads tables out of the daemon spec, so tests can hold the code to the contract. */
+/**
+ * Reads tables out of the contract, so tests can hold the code to it. The contract is the
+ * project's own copy in docs/spec/ (the user's reference for this product); tests never read
+ * anything outside the repository, except test/cli/spec-copy.test.ts, which compares that copy
+ * with the shared original when one lies beside the repository.
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const DAEMON_SPEC = path.resolve(REPO_ROOT, '../shared/spec/daemon-mesh-discovery.md');
+export const SPEC_DIR = path.join(REPO_ROOT, 'docs/spec');
+export const DAEMON_SPEC = path.join(SPEC_DIR, 'daemon-mesh-discovery.md');
+export const MESHCTL_SPEC_PART1 = path.join(SPEC_DIR, 'meshctl-part1-global-admin-to-experimental.md');
+export const MESHCTL_SPEC_PART2 = path.join(SPEC_DIR, 'meshctl-part2-install-to-version.md');
 
 /** Cells of the first table after the heading line `heading`, header row excluded; `\|` unescaped. */
 export function specTable(heading: string, file = DAEMON_SPEC): string[][] {

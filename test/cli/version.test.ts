@@ -20,17 +20,17 @@ async function run(program: typeof meshDiscovery, argv: string[], env: Record<st
 
 describe('build info', () => {
   it('reads the version from package.json and the rest from the environment', () => {
-    const info = getBuildInfo({ MESH_BUILD_GIT_REVISION: 'abc123', MESH_BUILD_STATUS: 'Clean', MESH_BUILD_TAG: 'v0.1.0' });
-    expect(info).toEqual({ version: pkgVersion, revision: 'abc123', nodeVersion: process.version, status: 'Clean', tag: 'v0.1.0' });
-    expect(getBuildInfo({})).toMatchObject({ revision: 'unknown', status: 'unknown', tag: 'unknown' });
+    const info = getBuildInfo({ MESH_BUILD_GIT_REVISION: 'abc123', MESH_BUILD_STATUS: 'Clean', MESH_BUILD_TAG: 'v0.1.0', MESH_BUILD_TIME: '2026-01-02T03:04:05Z' });
+    expect(info).toEqual({ version: pkgVersion, revision: 'abc123', nodeVersion: process.version, status: 'Clean', tag: 'v0.1.0', buildTime: '2026-01-02T03:04:05Z' });
+    expect(getBuildInfo({})).toMatchObject({ revision: 'unknown', status: 'unknown', tag: 'unknown', buildTime: 'unknown' });
   });
 
   it('prefers a build stamp file', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stamp-'));
     const stamp = path.join(dir, 'build-stamp.json');
-    fs.writeFileSync(stamp, JSON.stringify({ revision: 'fromfile', status: 'Modified' }));
+    fs.writeFileSync(stamp, JSON.stringify({ version: '9.9.9', revision: 'fromfile', status: 'Modified', buildTime: '2026-01-02T03:04:05Z' }));
     const info = getBuildInfo({ MESH_BUILD_GIT_REVISION: 'fromenv', MESH_BUILD_TAG: 't1' }, pathToFileURL(stamp));
-    expect(info).toMatchObject({ revision: 'fromfile', status: 'Modified', tag: 't1' });
+    expect(info).toMatchObject({ version: '9.9.9', revision: 'fromfile', status: 'Modified', tag: 't1', buildTime: '2026-01-02T03:04:05Z' });
     fs.rmSync(dir, { recursive: true });
   });
 });
@@ -40,7 +40,7 @@ describe('mesh-discovery version', () => {
     const r = await run(meshDiscovery, ['version', '-o', 'json'], { MESH_BUILD_GIT_REVISION: 'abc123' });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({
-      clientVersion: { version: pkgVersion, revision: 'abc123', nodeVersion: process.version, status: 'unknown', tag: 'unknown' },
+      clientVersion: { version: pkgVersion, revision: 'abc123', nodeVersion: process.version, status: 'unknown', tag: 'unknown', buildTime: 'unknown' },
     });
   });
 
@@ -52,7 +52,7 @@ describe('mesh-discovery version', () => {
 
   it('prints the full line by default and the version alone with --short', async () => {
     const full = await run(meshDiscovery, ['version']);
-    expect(full.stdout).toBe(`${pkgVersion} (revision unknown, node ${process.version}, status unknown, tag unknown)\n`);
+    expect(full.stdout).toBe(`${pkgVersion} (revision unknown, status unknown, tag unknown, built unknown, node ${process.version})\n`);
     for (const argv of [['version', '--short'], ['version', '-s'], ['version', '--short=true'], ['version', '-s=true']]) {
       expect((await run(meshDiscovery, argv)).stdout).toBe(`${pkgVersion}\n`);
     }

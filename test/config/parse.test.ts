@@ -39,6 +39,8 @@ spec:
         name: 'broken',
         namespace: 'prod',
         issues: [{ path: 'spec.subsets[0].lables', message: 'unknown field' }],
+        // what can still be analysed: the object without the field its schema refuses
+        salvaged: expect.objectContaining({ spec: { host: 'echo', subsets: [{ name: 'v1' }] } }),
       },
     ]);
   });
@@ -93,10 +95,11 @@ spec:
     expect(rejections[0].issues[0].message).toMatch(/^YAML: .*line \d+/);
   });
 
-  it('reports semantic errors with their field path', () => {
+  it('loads weights that do not add up to 100, with a warning', () => {
     const text = VS('w').replace('        - destination: {host: echo}\n', '        - destination: {host: echo}\n          weight: 50\n        - destination: {host: other}\n          weight: 30\n');
-    const { rejections } = parseConfigDocuments(text, 'w.yaml', 'default');
-    expect(rejections[0].issues).toEqual([{ path: 'spec.http[0].route', message: 'weights add up to 80, they must add up to 100' }]);
+    const { objects, rejections } = parseConfigDocuments(text, 'w.yaml', 'default');
+    expect(rejections).toEqual([]);
+    expect(objects[0].warnings).toEqual([{ path: 'spec.http[0].route', message: 'weights add up to 80, not 100: traffic is split in proportion to them' }]);
   });
 
   it('reads bare YAML 1.1 booleans as booleans, as the cluster tooling does', () => {

@@ -32,13 +32,13 @@ describe('VirtualService rules', () => {
     expectIssue(issuesOf('VirtualService', vs([{ route: [dest('a')] }], { hosts: ['a', 'a'] })), 'spec.hosts[1]', 'duplicate host');
   });
 
-  it('keeps weights in 0..100 and makes several of them add up to 100', () => {
+  it('keeps weights non-negative, refuses several that add up to 0 and warns when they do not add up to 100', () => {
     const w = (...weights: number[]) => issuesOf('VirtualService', vs([{ route: weights.map((weight, i) => ({ ...dest(`h${i}`), weight })) }]));
     expect(w(80, 20)).toEqual([]);
     expect(w(100)).toEqual([]);
-    expectIssue(w(70, 20), 'spec.http[0].route', 'weights add up to 90, they must add up to 100');
-    expectIssue(w(120, -20), 'spec.http[0].route[0].weight', 'outside 0..100');
-    expectIssue(w(120, -20), 'spec.http[0].route[1].weight', 'outside 0..100');
+    expect(expectIssue(w(70, 20), 'spec.http[0].route', 'weights add up to 90, not 100').level).toBe('warning');
+    expectIssue(w(0, 0), 'spec.http[0].route', 'add up to 0');
+    expectIssue(w(120, -20), 'spec.http[0].route[1].weight', 'must not be negative');
   });
 
   it('requires a destination host', () => {
@@ -104,7 +104,7 @@ describe('DestinationRule rules', () => {
     expect(tls({ mode: 'MESH_MUTUAL' })).toEqual([]);
     expectIssue(tls({ mode: 'MUTUAL' }), 'spec.trafficPolicy.tls', 'MUTUAL mode needs credentialName');
     expectIssue(tls({ mode: 'MESH_MUTUAL', credentialName: 'c' }), 'spec.trafficPolicy.tls', 'MESH_MUTUAL uses the mesh certificates');
-    expectIssue(tls({ mode: 'SIMPLE', credentialName: 'c', caCertificates: '/x' }), 'spec.trafficPolicy.tls.credentialName', 'mutually exclusive');
+    expect(expectIssue(tls({ mode: 'SIMPLE', credentialName: 'c', caCertificates: '/x' }), 'spec.trafficPolicy.tls.credentialName', 'are ignored').level).toBe('warning');
   });
 
   it('checks outlier detection, connection pool and locality settings', () => {
@@ -144,7 +144,7 @@ describe('Gateway rules', () => {
     expectIssue(https(), 'spec.servers[0].tls', 'a HTTPS server needs tls settings');
     expectIssue(https({ mode: 'SIMPLE' }), 'spec.servers[0].tls', 'SIMPLE mode needs credentialName');
     expectIssue(https({ mode: 'MUTUAL', serverCertificate: '/c', privateKey: '/k' }), 'spec.servers[0].tls.caCertificates', 'needs caCertificates');
-    expectIssue(https({ mode: 'SIMPLE', credentialName: 'a', serverCertificate: '/c' }), 'spec.servers[0].tls.credentialName', 'mutually exclusive');
+    expect(expectIssue(https({ mode: 'SIMPLE', credentialName: 'a', serverCertificate: '/c' }), 'spec.servers[0].tls.credentialName', 'are ignored').level).toBe('warning');
     expectIssue(https({ mode: 'PASSTHROUGH', credentialName: 'a' }), 'spec.servers[0].tls', 'PASSTHROUGH mode does not use certificates');
     expectIssue(https({ mode: 'AUTO_PASSTHROUGH' }), 'spec.servers[0].tls.mode', 'needs protocol TLS');
     expectIssue(gw([{ port: { number: 80, protocol: 'HTTP' }, hosts: ['*'], tls: { mode: 'SIMPLE', credentialName: 'x' } }]), 'spec.servers[0].tls', 'only accepts tls.httpsRedirect');

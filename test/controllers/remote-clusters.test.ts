@@ -396,7 +396,7 @@ describe('remote clusters in the daemon', () => {
         '--networksConfig', `${missing}-networks`,
       ],
       // The tests write EndpointSlices (no controller runs for the remote API server).
-      { POD_NAMESPACE: secrets, DISC_ENABLE_STATUS: 'false', DISC_USE_ENDPOINT_SLICE: 'true', ...extraEnv },
+      { POD_NAMESPACE: secrets, DISC_ENABLE_STATUS: 'false', DISC_USE_ENDPOINT_SLICE: 'true', ENABLE_CA_SERVER: 'false', ...extraEnv },
     );
     const captured = capturedLog();
     const logs = { main: captured.log, ads: captured.log, model: captured.log, source: captured.log };

@@ -23,6 +23,7 @@ let outside: string;
 let store: MemoryConfigStore;
 let source: KubeConfigSource;
 const rejections: ConfigRejection[] = [];
+const warnings: ConfigRejection[] = [];
 const events: string[] = [];
 
 function vs(name: string, spec: unknown, namespace = ns): KubeObject & { spec: unknown } {
@@ -46,6 +47,7 @@ beforeAll(async () => {
     store,
     namespaces: [ns],
     onReject: (r) => rejections.push(r),
+    onWarn: (w) => warnings.push(w),
     informer: { backoff: { initialMs: 100, maxMs: 1000 } },
   });
 }, CLUSTER_START_TIMEOUT_MS);
@@ -94,17 +96,21 @@ describe('kube config source', () => {
     );
     expect(store.get<VsSpec>('VirtualService', ns, 'web')?.spec.hosts).toEqual(['web2.example.com']);
 
-    // A new invalid object never enters the store; weights that do not add up are named too.
+    // A new invalid object never enters the store; weights that all are 0 are named too.
+    await apply(
+      vs('split', { hosts: ['split.example.com'], http: [{ route: [{ destination: { host: 'a' }, weight: 0 }, { destination: { host: 'b' }, weight: 0 }] }] }),
+    );
+    const split = await eventually('the second rejection', () => rejections.find((x) => x.name === 'split'), { timeoutMs: 15_000 });
+    expect(split.issues).toEqual([expect.objectContaining({ path: 'spec.http[0].route', message: 'the weights of several destinations add up to 0: give at least one a weight' })]);
+    expect(store.get('VirtualService', ns, 'split')).toBeUndefined();
+
+    // Weights that do not add up to 100 bring it in, with a warning.
     await apply(
       vs('split', { hosts: ['split.example.com'], http: [{ route: [{ destination: { host: 'a' }, weight: 70 }, { destination: { host: 'b' }, weight: 20 }] }] }),
     );
-    const split = await eventually('the second rejection', () => rejections.find((x) => x.name === 'split'), { timeoutMs: 15_000 });
-    expect(split.issues).toEqual([expect.objectContaining({ path: 'spec.http[0].route', message: 'weights add up to 90, they must add up to 100' })]);
-    expect(store.get('VirtualService', ns, 'split')).toBeUndefined();
-
-    // Fixing it brings it in.
-    await apply(vs('split', route('split.example.com')));
     await eventually('split in the store', () => store.get('VirtualService', ns, 'split'), { timeoutMs: 15_000 });
+    const warned = await eventually('the warning', () => warnings.find((x) => x.name === 'split'), { timeoutMs: 15_000 });
+    expect(warned.issues).toEqual([{ path: 'spec.http[0].route', message: 'weights add up to 90, not 100: traffic is split in proportion to them' }]);
     expect(rejections.length - before).toBe(2);
   });
 

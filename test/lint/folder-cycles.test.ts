@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { EXCEPTIONS, LAYERS, REPO_ROOT, layerOf } from '../../eslint/layers.mjs';
+import { EXCEPTIONS, LAYERS, REPO_ROOT, SEAMS, layerOf } from '../../eslint/layers.mjs';
 import { describeCycles, folderCycles, folderEdges, type FolderEdges } from '../../scripts/folder-cycles.mjs';
 
 const SRC = path.join(REPO_ROOT, 'src');
@@ -43,6 +43,18 @@ describe('src/ folders', () => {
       if (layerOf(to)! > layerOf(from)!) up.push(...imports.map((i) => `${key}: ${i}`));
     }
     expect(up).toEqual([]);
+  });
+
+  it('reach a folder listed in SEAMS through its seam files only', () => {
+    const outside: string[] = [];
+    for (const s of SEAMS) {
+      for (const imp of edges.get(`${s.from} -> ${s.to}`) ?? []) {
+        const [file, spec] = imp.split(': ');
+        const target = path.relative(path.join(SRC, s.to), path.resolve(path.dirname(path.join(SRC, file)), spec)).replace(/\.js$/, '.ts');
+        if (!s.only.includes(target)) outside.push(imp);
+      }
+    }
+    expect(outside).toEqual([]);
   });
 
   it('need every listed exception (remove one from eslint/layers.mjs once its imports are gone)', () => {

@@ -4,7 +4,7 @@
  * project's own config, as files at the given paths would be.
  */
 import { ESLint } from 'eslint';
-import { EXCEPTIONS, LAYERS, REPO_ROOT, exceptionConfigs, type LayerException } from '../../eslint/layers.mjs';
+import { EXCEPTIONS, LAYERS, REPO_ROOT, SEAMS, exceptionConfigs, layerOf, type LayerException } from '../../eslint/layers.mjs';
 
 const eslint = new ESLint({ cwd: REPO_ROOT });
 const RULE = 'import-x/no-restricted-paths';
@@ -68,6 +68,26 @@ describe('the layer rule', () => {
     expect(await layerErrors('src/controllers/wrong.ts', "import { runDaemon } from '../bootstrap/daemon.js';\nexport const r = runDaemon;\n")).toEqual([
       expect.stringContaining('src/controllers (layer 5) may not import src/bootstrap (layer 6)'),
     ]);
+  });
+
+  it('places src/ca and src/security below xds, security above ca, and refuses their upward imports', async () => {
+    expect(await layerErrors('src/security/right.ts', "import { CertificateAuthority } from '../ca/authority.js';\nimport type { Proxy } from '../model/proxy.js';\nexport const c = CertificateAuthority;\nexport type P = Proxy;\n")).toEqual([]);
+    expect(await layerErrors('src/ca/wrong.ts', "import { CertificateService } from '../security/certificate-service.js';\nexport const c = CertificateService;\n")).toEqual([
+      expect.stringContaining('src/ca (layer 2) may not import src/security (layer 3)'),
+    ]);
+    expect(await layerErrors('src/security/wrong.ts', "import { DiscoveryServer } from '../xds/ads-server.js';\nexport const d = DiscoveryServer;\n")).toEqual([
+      expect.stringContaining('src/security (layer 3) may not import src/xds (layer 4)'),
+    ]);
+  });
+
+  it('lets src/xds see only the stream authorizer seam of src/security', async () => {
+    expect(await layerErrors('src/xds/right.ts', "import type { StreamAuthorizer } from '../security/stream-authorizer.js';\nexport type A = StreamAuthorizer;\n")).toEqual([]);
+    const wrong = ["import { xdsAuthorizer } from '../../security/xds-auth.js';", "import type { Caller } from '../../security/authn.js';", 'export const x = xdsAuthorizer;', 'export type C = Caller;', ''].join('\n');
+    expect(await layerErrors('src/xds/envoy/wrong.ts', wrong)).toEqual([
+      expect.stringContaining('src/xds may import of src/security only its seam (stream-authorizer.ts)'),
+      expect.stringContaining('src/xds may import of src/security only its seam (stream-authorizer.ts)'),
+    ]);
+    for (const s of SEAMS) expect(layerOf(s.to)!).toBeLessThan(layerOf(s.from)!);
   });
 
   it('refuses the upward imports the controllers move removed (no exception is left for them)', async () => {

@@ -465,3 +465,51 @@ spec:
     expect(m.generate(router('mesh-system', { app: 'other' }), TypeUrl.Listener)).toEqual([]);
   });
 });
+
+describe('gateway generators: fields of the current public API', () => {
+  const m = modelFromYaml(`
+apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: { name: secure, namespace: mesh-system }
+spec:
+  selector: { app: mesh-ingressgateway }
+  servers:
+    - port: { number: 8443, name: https, protocol: HTTPS }
+      hosts: ["*/echo.example.com"]
+      tls:
+        mode: MUTUAL
+        tlsCertificates:
+          - { serverCertificate: /etc/certs/rsa.pem, privateKey: /etc/certs/rsa.key, caCertificates: /etc/certs/ca.pem }
+          - { serverCertificate: /etc/certs/ec.pem, privateKey: /etc/certs/ec.key }
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: moved, namespace: default }
+spec:
+  hosts: [echo.example.com]
+  gateways: [mesh-system/secure]
+  http:
+    - match: [{ uri: { prefix: /old/ } }]
+      redirect: { authority: new.example.com, prefixRewrite: /, redirectCode: 0 }
+`);
+  afterAll(() => m.stop());
+
+  it('serves every certificate of tls.tlsCertificates and verifies clients with their CA', async () => {
+    const [l] = m.generate(router(), TypeUrl.Listener);
+    const { DownstreamTlsContext } = await import('../../src/gen/envoy/extensions/transport_sockets/tls/v3/tls.js');
+    const socket = l.filterChains[0].transportSocket;
+    const ctx = DownstreamTlsContext.decode(socket?.typedConfig?.value ?? new Uint8Array());
+    expect(ctx.commonTlsContext?.tlsCertificates.map((c) => c.certificateChain?.filename)).toEqual(['/etc/certs/rsa.pem', '/etc/certs/ec.pem']);
+    expect(ctx.commonTlsContext?.validationContext?.trustedCa?.filename).toBe('/etc/certs/ca.pem');
+  });
+
+  it('redirects with the matched prefix rewritten, with the default code for redirectCode 0', () => {
+    const [l] = m.generate(router(), TypeUrl.Listener);
+    const name = hcmOf(l)[0].rds?.routeConfigName ?? '';
+    const [rc] = m.generate(router(), TypeUrl.Route, [name]);
+    const r = rc.virtualHosts[0].routes[0];
+    expect(r?.redirect?.prefixRewrite).toBe('/');
+    expect(r?.redirect?.hostRedirect).toBe('new.example.com');
+    expect(r?.redirect?.responseCode).toBe(0); // MOVED_PERMANENTLY
+  });
+});

@@ -114,7 +114,7 @@ export interface MeshctlEnvVar {
   readonly description: string;
 }
 
-/** The spec's table, in its order. */
+/** The spec's table, in its order, then NO_COLOR (https://no-color.org), which the utility honours too. */
 export const MESHCTL_ENV_VARS: readonly MeshctlEnvVar[] = Object.freeze([
   { name: 'MESHCONFIG', type: 'S', default: '$HOME/.meshctl/config.yaml', description: 'File of default values for flags.' },
   { name: 'MESHCTL_AUTHORITY', type: 'S', default: '', description: 'Overrides --authority.' },
@@ -126,6 +126,7 @@ export const MESHCTL_ENV_VARS: readonly MeshctlEnvVar[] = Object.freeze([
   { name: 'MESHCTL_XDS_ADDRESS', type: 'S', default: '', description: 'Overrides --xds-address.' },
   { name: 'MESHCTL_XDS_PORT', type: 'I', default: '15012', description: 'Overrides --xds-port.' },
   { name: 'TERM', type: 'S', default: '', description: 'Terminal type; dumb suppresses color.' },
+  { name: 'NO_COLOR', type: 'S', default: '', description: 'When set (to any value), suppresses color.' },
 ]);
 
 /** The parsed environment of the utility. */

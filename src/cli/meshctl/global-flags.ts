@@ -24,8 +24,11 @@ import {
   type Settings,
 } from './env.js';
 
-/** What every command may read: the global flags and the other settings, resolved and typed. */
-export type GlobalOptions = Settings;
+/**
+ * What every command may read: the global flags and the other settings, resolved and typed, and
+ * where diagnostics (`--vklog`) go: the program's standard error.
+ */
+export type GlobalOptions = Settings & { readonly diagnostics: (text: string) => void };
 
 export interface ResolvedSetting {
   readonly spec: SettingSpec;
@@ -37,6 +40,7 @@ export interface ResolvedSetting {
 
 interface ProgramState {
   readonly envRecord: Readonly<Record<string, string | undefined>>;
+  readonly diagnostics: (text: string) => void;
   env?: MeshctlEnv;
   file?: DefaultsFile;
   loaded?: Promise<void>;
@@ -44,14 +48,21 @@ interface ProgramState {
 
 const states = new WeakMap<Command, ProgramState>();
 
-export function registerGlobalFlags(program: Command, env: Readonly<Record<string, string | undefined>>): Command {
-  states.set(program, { envRecord: env });
+const discard = (): void => undefined;
+
+/** Adds the global flags; `diagnostics` is where `--vklog` output goes (standard error). */
+export function registerGlobalFlags(program: Command, env: Readonly<Record<string, string | undefined>>, diagnostics: (text: string) => void = discard): Command {
+  states.set(program, { envRecord: env, diagnostics });
   return program
     .addOption(new Option('--context <name>', 'Name of the orchestrator config context to use.'))
     .addOption(new Option('-i, --meshNamespace <namespace>', 'Mesh system namespace.').default(BUILTIN_SETTINGS.meshNamespace))
     .addOption(new Option('-c, --clusterconfig <file>', 'Orchestrator configuration file.'))
     .addOption(new Option('-n, --namespace <namespace>', 'Config namespace.'))
-    .addOption(new Option('--vklog <level>', 'Log verbosity number, like a -v flag.').default(String(BUILTIN_SETTINGS.vklog)));
+    .addOption(
+      new Option('--vklog <level>', 'Log verbosity number, like a -v flag: 6 logs the Kubernetes requests, 8 their headers too (credentials redacted).').default(
+        String(BUILTIN_SETTINGS.vklog),
+      ),
+    );
 }
 
 function rootOf(cmd: Command): Command {
@@ -64,7 +75,7 @@ function stateOf(cmd: Command): ProgramState {
   const root = rootOf(cmd);
   let state = states.get(root);
   if (!state) {
-    state = { envRecord: {} };
+    state = { envRecord: {}, diagnostics: discard };
     states.set(root, state);
   }
   return state;
@@ -140,5 +151,6 @@ function resolveOne(cmd: Command, spec: SettingSpec, env: MeshctlEnv, file: Defa
 /** The settings as `cmd` (any command of the program) sees them. Throws `CliError` for a bad flag value. */
 export function globalOptions(cmd: Command): GlobalOptions {
   const resolved = resolveSettings(cmd);
-  return Object.freeze(Object.fromEntries(Object.entries(resolved).map(([attr, r]) => [attr, r.value]))) as unknown as GlobalOptions;
+  const settings = Object.fromEntries(Object.entries(resolved).map(([attr, r]) => [attr, r.value])) as unknown as Settings;
+  return Object.freeze({ ...settings, diagnostics: stateOf(cmd).diagnostics });
 }

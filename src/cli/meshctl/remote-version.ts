@@ -33,7 +33,7 @@ export function imageVersion(image: string | undefined): string {
 }
 
 export async function controlPlaneVersions(
-  globals: Pick<GlobalOptions, 'context' | 'clusterconfig' | 'meshNamespace'>,
+  globals: Pick<GlobalOptions, 'context' | 'clusterconfig' | 'meshNamespace' | 'vklog' | 'diagnostics'>,
   revision: string,
   env: Readonly<Record<string, string | undefined>>,
 ): Promise<ControlPlaneVersion[]> {

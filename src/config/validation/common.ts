@@ -5,10 +5,27 @@
 import { isIP } from 'node:net';
 import { durationMs } from '../../util/config-duration.js';
 
-/** One problem in a document: the field (`spec.http[0].route[1].weight`) and what is wrong. */
+/**
+ * One problem in a document: the field (`spec.http[0].route[1].weight`) and what is wrong. An
+ * issue is an error (the document is refused) unless `level` is `warning`: the document is used,
+ * and the warning is shown by `meshctl validate`, logged by the daemon and returned by the
+ * validating webhook.
+ */
 export interface ConfigIssue {
   readonly path: string;
   readonly message: string;
+  readonly level?: 'warning';
+}
+
+export function isWarning(issue: ConfigIssue): boolean {
+  return issue.level === 'warning';
+}
+
+/** What the rules may know of the object besides its spec. */
+export interface ValidationContext {
+  readonly namespace: string;
+  readonly name: string;
+  readonly annotations: Readonly<Record<string, string>>;
 }
 
 /** Collects issues while a spec is walked. */
@@ -17,6 +34,10 @@ export class Issues {
 
   add(path: string, message: string): void {
     this.list.push({ path, message });
+  }
+
+  warn(path: string, message: string): void {
+    this.list.push({ path, message, level: 'warning' });
   }
 }
 
@@ -58,16 +79,17 @@ export function hostProblem(host: string, rules: HostRules): string | undefined 
   if (host === '') return 'host must not be empty';
   if (isIP(host)) return rules.ip ? undefined : 'an IP address is not allowed here, use a host name';
   if (host === '*') return rules.wildcard ? undefined : 'wildcard host "*" is not allowed here';
-  let name = host;
-  if (host.startsWith('*.')) {
-    if (!rules.wildcard) return `wildcard host "${host}" is not allowed here`;
-    name = host.slice(2);
-  }
-  if (name.length > 253) return `host "${host}" is longer than 253 characters`;
-  const labels = name.split('.');
-  if (name.endsWith('.')) labels.pop();
-  for (const label of labels) {
-    if (label === '*') return `host "${host}": a wildcard is only allowed as the whole first label ("*.example.com")`;
+  if (host.length > 253) return `host "${host}" is longer than 253 characters`;
+  const labels = host.split('.');
+  if (host.endsWith('.')) labels.pop();
+  for (const [i, label] of labels.entries()) {
+    // A wildcard is a prefix of the first label: `*.example.com`, or partial as `*foo.example.com`.
+    if (i === 0 && label.startsWith('*')) {
+      if (!rules.wildcard) return `wildcard host "${host}" is not allowed here`;
+      const rest = label.slice(1).replace(/^-/, '');
+      if (rest === '' || (rest.length <= 62 && DNS_LABEL_ANY_CASE.test(rest))) continue;
+    }
+    if (label.includes('*')) return `host "${host}": a wildcard is only allowed at the start of the first label ("*.example.com")`;
     if (label.length > 63 || !DNS_LABEL_ANY_CASE.test(label)) {
       return `host "${host}" is not a valid DNS name (label "${label}")`;
     }
@@ -109,11 +131,22 @@ export function checkNonNegative(issues: Issues, path: string, value: number | u
   if (value !== undefined && value < 0) issues.add(path, `must not be negative (got ${value})`);
 }
 
-/** A duration of at least `minMs` milliseconds (the schema already checked the syntax). */
+/**
+ * A duration of at least `minMs` milliseconds, in whole milliseconds: the proxy keeps no finer
+ * precision (the schema already checked the syntax).
+ */
 export function checkMinDuration(issues: Issues, path: string, value: string | undefined, minMs: number): void {
   if (value === undefined) return;
   const ms = durationMs(value);
   if (ms < minMs) issues.add(path, `duration ${value} is shorter than the minimum of ${minMs} ms`);
+  else if (!Number.isInteger(Math.round(ms * 1e6) / 1e6)) issues.add(path, `duration ${value} is finer than a millisecond, the finest precision supported`);
+}
+
+/** A list of strings in which no entry may be empty (an empty entry matches nothing, or everything). */
+export function checkNoEmpty(issues: Issues, path: string, values: ReadonlyArray<string> | undefined): void {
+  (values ?? []).forEach((v, i) => {
+    if (v === '') issues.add(join(path, i), 'empty value is not allowed');
+  });
 }
 
 const UNSUPPORTED_REGEX = /\(\?<?[=!]|\\[1-9]/;
@@ -197,6 +230,51 @@ export function checkSelectorXorTargets(
   if (spec.targetRef !== undefined && (spec.targetRefs?.length ?? 0) > 0) {
     issues.add(join(path, 'targetRefs'), 'targetRef and targetRefs are mutually exclusive');
   }
+}
+
+/** The kinds a policy may target, by kind: the API group each needs. */
+const TARGET_GROUPS: Readonly<Record<string, string>> = {
+  Gateway: 'gateway.networking.k8s.io',
+  GatewayClass: 'gateway.networking.k8s.io',
+  Service: '',
+  ServiceEntry: 'networking.mesh.io',
+};
+
+interface TargetRef {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly name?: string;
+  readonly namespace?: string;
+}
+
+/**
+ * `targetRef`/`targetRefs` of a policy: a known kind with its group (`""` or `core` for a
+ * Service), a name, and no namespace other than the policy's own (cross-namespace references are
+ * not supported). `kinds` narrows the kinds the policy may target.
+ */
+export function checkTargetRefs(
+  issues: Issues,
+  path: string,
+  spec: { readonly targetRef?: TargetRef; readonly targetRefs?: ReadonlyArray<TargetRef> },
+  ctx: ValidationContext | undefined,
+  kinds: ReadonlyArray<string> = Object.keys(TARGET_GROUPS),
+): void {
+  const check = (p: string, ref: TargetRef): void => {
+    const kind = ref.kind ?? '';
+    const group = ref.group ?? '';
+    if (!kinds.includes(kind)) issues.add(join(p, 'kind'), `kind "${kind}" cannot be targeted here (allowed: ${kinds.join(', ')})`);
+    else {
+      const want = TARGET_GROUPS[kind];
+      const ok = want === '' ? group === '' || group === 'core' : group === want;
+      if (!ok) issues.add(join(p, 'group'), `kind ${kind} needs group "${want}"${want === '' ? ' (or "core")' : ''}, got "${group}"`);
+    }
+    if (!ref.name) issues.add(join(p, 'name'), 'the name of the target is required');
+    if (ref.namespace && ctx && ref.namespace !== ctx.namespace) {
+      issues.add(join(p, 'namespace'), `namespace "${ref.namespace}" is not the policy's own (${ctx.namespace}): cross-namespace references are not supported`);
+    }
+  };
+  if (spec.targetRef) check(join(path, 'targetRef'), spec.targetRef);
+  (spec.targetRefs ?? []).forEach((r, i) => check(join(path, 'targetRefs', i), r));
 }
 
 /** Duplicates in a list, reported on the second occurrence. */

@@ -1,15 +1,16 @@
 /** Semantic checks of EnvoyFilter and ProxyConfig specs. */
 import type { EnvoyFilter, ProxyConfig } from '../../gen/config/schemas.js';
-import { type ConfigIssue, Issues, checkLabels, checkNonNegative, checkRegex, join } from './common.js';
+import { type ConfigIssue, Issues, checkLabels, checkNonNegative, checkRegex, checkTargetRefs, join, type ValidationContext } from './common.js';
 
 const LISTENER_TARGETS = new Set(['LISTENER', 'FILTER_CHAIN', 'NETWORK_FILTER', 'HTTP_FILTER', 'LISTENER_FILTER']);
 const ROUTE_TARGETS = new Set(['ROUTE_CONFIGURATION', 'VIRTUAL_HOST', 'HTTP_ROUTE']);
 
-export function validateEnvoyFilter(spec: EnvoyFilter, path = 'spec'): ConfigIssue[] {
+export function validateEnvoyFilter(spec: EnvoyFilter, path = 'spec', ctx?: ValidationContext): ConfigIssue[] {
   const issues = new Issues();
   if (spec.workloadSelector && (spec.targetRefs?.length ?? 0) > 0) {
     issues.add(join(path, 'targetRefs'), 'workloadSelector and targetRefs are mutually exclusive');
   }
+  checkTargetRefs(issues, path, spec, ctx, ['Gateway', 'GatewayClass']);
   checkLabels(issues, join(path, 'workloadSelector', 'labels'), spec.workloadSelector?.labels);
   spec.configPatches.forEach((cp, i) => {
     const p = join(path, 'configPatches', i);

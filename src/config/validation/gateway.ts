@@ -64,29 +64,42 @@ function checkServerTls(issues: Issues, path: string, tls: ServerTLSSettings, pr
     if (!onlyRedirect) issues.add(path, `a ${protocol} server only accepts tls.httpsRedirect; use protocol HTTPS or TLS for TLS settings`);
     return;
   }
+  const certificates = tls.tlsCertificates ?? [];
   const hasFiles = Boolean(tls.serverCertificate || tls.privateKey || tls.caCertificates);
   const hasCredential = Boolean(tls.credentialName) || (tls.credentialNames?.length ?? 0) > 0;
   if (tls.credentialName && (tls.credentialNames?.length ?? 0) > 0) {
     issues.add(join(path, 'credentialNames'), 'credentialName and credentialNames are mutually exclusive');
   }
-  if (hasCredential && hasFiles) {
-    issues.add(join(path, 'credentialName'), 'credentialName and certificate file paths are mutually exclusive');
+  if (hasCredential && hasFiles && TLS_PROTOCOLS.has(protocol) && mode !== 'PASSTHROUGH' && mode !== 'AUTO_PASSTHROUGH' && mode !== 'MESH_MUTUAL') {
+    issues.warn(join(path, 'credentialName'), 'credentialName is used: serverCertificate, privateKey and caCertificates are ignored');
   }
+  if (certificates.length > 0) {
+    const cp = join(path, 'tlsCertificates');
+    if (hasCredential) issues.add(cp, 'tlsCertificates and credentialName(s) are mutually exclusive');
+    if (tls.serverCertificate || tls.privateKey) issues.add(cp, 'tlsCertificates and serverCertificate/privateKey are mutually exclusive');
+    if (certificates.length > 2) issues.add(cp, `at most 2 certificates (one RSA, one ECDSA) are allowed, got ${certificates.length}`);
+    certificates.forEach((c, i) => {
+      if (!c.serverCertificate) issues.add(join(cp, i, 'serverCertificate'), 'a certificate file is required');
+      if (!c.privateKey) issues.add(join(cp, i, 'privateKey'), 'a private key file is required');
+    });
+  }
+  if ((tls.credentialNames?.length ?? 0) > 2) issues.add(join(path, 'credentialNames'), `at most 2 credentials (one RSA, one ECDSA) are allowed, got ${tls.credentialNames?.length}`);
+  const hasCertificate = hasCredential || certificates.length > 0 || Boolean(tls.serverCertificate && tls.privateKey);
   switch (mode) {
     case 'SIMPLE':
     case 'MUTUAL':
     case 'OPTIONAL_MUTUAL':
-      if (!hasCredential && (!tls.serverCertificate || !tls.privateKey)) {
+      if (!hasCertificate) {
         issues.add(path, `${mode} mode needs credentialName, or serverCertificate and privateKey`);
       }
-      if (mode !== 'SIMPLE' && !hasCredential && tls.serverCertificate && !tls.caCertificates) {
+      if (mode !== 'SIMPLE' && !hasCredential && (tls.serverCertificate || certificates.length > 0) && !tls.caCertificates && !certificates.some((c) => c.caCertificates)) {
         issues.add(join(path, 'caCertificates'), `${mode} mode with certificate files needs caCertificates to verify clients`);
       }
       break;
     case 'PASSTHROUGH':
     case 'AUTO_PASSTHROUGH':
     case 'MESH_MUTUAL':
-      if (hasCredential || hasFiles) {
+      if (hasCredential || hasFiles || certificates.length > 0) {
         const unset = tls.mode === undefined ? ' (mode is unset)' : '';
         issues.add(path, `${mode} mode${unset} does not use certificates: set mode SIMPLE or MUTUAL, or remove credentialName and certificate files`);
       }

@@ -7,9 +7,14 @@ import {
   checkMinDuration,
   checkPortNumber,
   checkSelectorXorTargets,
+  checkNoEmpty,
+  checkTargetRefs,
   checkUnique,
+  isDns1123Label,
+  isDns1123Subdomain,
   isIpOrCidr,
   join,
+  type ValidationContext,
 } from './common.js';
 
 export function validatePeerAuthentication(spec: PeerAuthentication, path = 'spec'): ConfigIssue[] {
@@ -19,13 +24,18 @@ export function validatePeerAuthentication(spec: PeerAuthentication, path = 'spe
   if (ports.length > 0 && Object.keys(spec.selector?.matchLabels ?? {}).length === 0) {
     issues.add(join(path, 'portLevelMtls'), 'port-level settings need a selector with labels (ports belong to workloads)');
   }
-  for (const port of ports) checkPortNumber(issues, join(path, 'portLevelMtls', port), Number(port));
+  for (const port of ports) {
+    const p = join(path, 'portLevelMtls', port);
+    checkPortNumber(issues, p, Number(port));
+    if (spec.portLevelMtls?.[Number(port)]?.mode === undefined) issues.add(p, 'a port-level setting must set mode');
+  }
   return issues.list;
 }
 
-export function validateAuthorizationPolicy(spec: AuthorizationPolicy, path = 'spec'): ConfigIssue[] {
+export function validateAuthorizationPolicy(spec: AuthorizationPolicy, path = 'spec', ctx?: ValidationContext): ConfigIssue[] {
   const issues = new Issues();
   checkSelectorXorTargets(issues, path, spec);
+  checkTargetRefs(issues, path, spec, ctx);
   checkLabels(issues, join(path, 'selector', 'matchLabels'), spec.selector?.matchLabels);
   const action = spec.action ?? 'ALLOW';
   if (action === 'CUSTOM' && !spec.provider?.name) issues.add(join(path, 'provider'), 'a CUSTOM policy needs provider.name');
@@ -43,8 +53,18 @@ export function validateAuthorizationPolicy(spec: AuthorizationPolicy, path = 's
       else checkOperation(issues, tp, t.operation);
     });
     (rule.when ?? []).forEach((c, j) => {
+      const cp = join(p, 'when', j);
       if ((c.values?.length ?? 0) === 0 && (c.notValues?.length ?? 0) === 0) {
-        issues.add(join(p, 'when', j), `condition on "${c.key}" needs values or notValues`);
+        issues.add(cp, `condition on "${c.key}" needs values or notValues`);
+      }
+      checkNoEmpty(issues, join(cp, 'values'), c.values);
+      checkNoEmpty(issues, join(cp, 'notValues'), c.notValues);
+      if (/^(source|destination)\.ip$|^remote\.ip$/.test(c.key)) {
+        for (const f of ['values', 'notValues'] as const) {
+          (c[f] ?? []).forEach((v, k) => {
+            if (v !== '' && !isIpOrCidr(v)) issues.add(join(cp, f, k), `"${v}" is neither an IP address nor a CIDR block`);
+          });
+        }
       }
     });
   });
@@ -55,32 +75,61 @@ function isEmpty(o: object): boolean {
   return Object.values(o).every((v) => v === undefined || (Array.isArray(v) && v.length === 0));
 }
 
+const SOURCE_LISTS = [
+  'principals',
+  'notPrincipals',
+  'requestPrincipals',
+  'notRequestPrincipals',
+  'namespaces',
+  'notNamespaces',
+  'serviceAccounts',
+  'notServiceAccounts',
+  'trustDomains',
+  'notTrustDomains',
+] as const;
+const OPERATION_LISTS = ['hosts', 'notHosts', 'methods', 'notMethods', 'paths', 'notPaths', 'ports', 'notPorts'] as const;
+
 function checkSource(issues: Issues, path: string, s: Source): void {
+  for (const f of SOURCE_LISTS) checkNoEmpty(issues, join(path, f), s[f]);
   for (const f of ['ipBlocks', 'notIpBlocks', 'remoteIpBlocks', 'notRemoteIpBlocks'] as const) {
     (s[f] ?? []).forEach((b, i) => {
-      if (!isIpOrCidr(b)) issues.add(join(path, f, i), `"${b}" is neither an IP address nor a CIDR block`);
+      if (!isIpOrCidr(b)) issues.add(join(path, f, i), b === '' ? 'empty value is not allowed' : `"${b}" is neither an IP address nor a CIDR block`);
     });
+  }
+  for (const f of ['serviceAccounts', 'notServiceAccounts'] as const) {
+    (s[f] ?? []).forEach((sa, i) => {
+      const parts = sa.split('/');
+      if (sa !== '' && (parts.length !== 2 || !isDns1123Label(parts[0]) || !isDns1123Subdomain(parts[1]))) {
+        issues.add(join(path, f, i), `"${sa}" is not <namespace>/<service-account>`);
+      }
+    });
+  }
+  if ((s.serviceAccounts?.length ?? 0) > 0 && ((s.principals?.length ?? 0) > 0 || (s.namespaces?.length ?? 0) > 0)) {
+    issues.add(join(path, 'serviceAccounts'), 'serviceAccounts cannot be combined with principals or namespaces');
   }
 }
 
 function checkOperation(issues: Issues, path: string, o: Operation): void {
+  for (const f of OPERATION_LISTS) checkNoEmpty(issues, join(path, f), o[f]);
   for (const f of ['ports', 'notPorts'] as const) {
     (o[f] ?? []).forEach((port, i) => {
       const p = join(path, f, i);
+      if (port === '') return;
       if (!/^\d+$/.test(port)) issues.add(p, `port "${port}" is not a number`);
       else checkPortNumber(issues, p, Number(port));
     });
   }
   for (const f of ['paths', 'notPaths'] as const) {
     (o[f] ?? []).forEach((path0, i) => {
-      if (path0 !== '*' && !path0.startsWith('/') && !path0.startsWith('*')) issues.add(join(path, f, i), `path "${path0}" must start with "/" or "*"`);
+      if (path0 !== '' && path0 !== '*' && !path0.startsWith('/') && !path0.startsWith('*')) issues.add(join(path, f, i), `path "${path0}" must start with "/" or "*"`);
     });
   }
 }
 
-export function validateRequestAuthentication(spec: RequestAuthentication, path = 'spec'): ConfigIssue[] {
+export function validateRequestAuthentication(spec: RequestAuthentication, path = 'spec', ctx?: ValidationContext): ConfigIssue[] {
   const issues = new Issues();
   checkSelectorXorTargets(issues, path, spec);
+  checkTargetRefs(issues, path, spec, ctx);
   checkLabels(issues, join(path, 'selector', 'matchLabels'), spec.selector?.matchLabels);
   checkUnique(issues, join(path, 'jwtRules'), spec.jwtRules, (r) => r.issuer, 'issuer');
   (spec.jwtRules ?? []).forEach((r, i) => {
@@ -103,6 +152,9 @@ export function validateRequestAuthentication(spec: RequestAuthentication, path 
       }
     }
     checkMinDuration(issues, join(p, 'timeout'), r.timeout, 1);
+    checkNoEmpty(issues, join(p, 'spaceDelimitedClaims'), r.spaceDelimitedClaims);
+    checkNoEmpty(issues, join(p, 'audiences'), r.audiences);
+    if (r.issuer === '' || r.issuer === undefined) issues.add(join(p, 'issuer'), 'issuer is required');
   });
   return issues.list;
 }

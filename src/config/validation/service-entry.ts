@@ -54,7 +54,14 @@ export function validateServiceEntry(spec: ServiceEntry, path = 'spec'): ConfigI
   switch (resolution) {
     case 'NONE':
       if (endpoints.length > 0) issues.add(join(path, 'endpoints'), 'resolution NONE forwards to the original destination: endpoints are not allowed');
-      if (spec.workloadSelector) issues.add(join(path, 'workloadSelector'), 'resolution NONE cannot select workloads: use resolution STATIC');
+      break;
+    case 'DYNAMIC_DNS':
+      if (endpoints.length > 0) issues.add(join(path, 'endpoints'), 'resolution DYNAMIC_DNS resolves the requested host: endpoints are not allowed');
+      if (spec.workloadSelector) issues.add(join(path, 'workloadSelector'), 'resolution DYNAMIC_DNS cannot select workloads');
+      if ((spec.addresses?.length ?? 0) > 0) issues.add(join(path, 'addresses'), 'resolution DYNAMIC_DNS cannot have addresses');
+      spec.hosts.forEach((h, i) => {
+        if (!h.startsWith('*.')) issues.add(join(path, 'hosts', i), `resolution DYNAMIC_DNS is for wildcard hosts ("*.example.com"), not "${h}"`);
+      });
       break;
     case 'STATIC':
       if (endpoints.length === 0 && !spec.workloadSelector) {
@@ -63,7 +70,6 @@ export function validateServiceEntry(spec: ServiceEntry, path = 'spec'): ConfigI
       break;
     case 'DNS':
     case 'DNS_ROUND_ROBIN':
-      if (spec.workloadSelector) issues.add(join(path, 'workloadSelector'), `resolution ${resolution} cannot select workloads: use resolution STATIC`);
       if (resolution === 'DNS_ROUND_ROBIN' && endpoints.length > 1) {
         issues.add(join(path, 'endpoints'), 'resolution DNS_ROUND_ROBIN allows at most one endpoint');
       }

@@ -1,6 +1,6 @@
 /** Semantic checks of Sidecar specs. */
 import { isIP } from 'node:net';
-import type { Sidecar } from '../../gen/config/schemas.js';
+import type { ServerTLSSettings, Sidecar } from '../../gen/config/schemas.js';
 import { type ConfigIssue, Issues, checkHost, checkLabels, checkPortNumber, checkProtocol, checkUnique, isDns1123Label, join } from './common.js';
 
 export function validateSidecar(spec: Sidecar, path = 'spec'): ConfigIssue[] {
@@ -9,8 +9,9 @@ export function validateSidecar(spec: Sidecar, path = 'spec'): ConfigIssue[] {
 
   (spec.ingress ?? []).forEach((l, i) => {
     const p = join(path, 'ingress', i);
-    checkPortNumber(issues, join(p, 'port', 'number'), l.port.number);
+    checkListenerPort(issues, join(p, 'port', 'number'), l.port.number, l.bind);
     if (l.port.number === undefined) issues.add(join(p, 'port', 'number'), 'an ingress listener needs a port number');
+    if (l.tls) checkIngressTls(issues, join(p, 'tls'), l.tls);
     checkPortNumber(issues, join(p, 'port', 'targetPort'), l.port.targetPort);
     checkProtocol(issues, join(p, 'port', 'protocol'), l.port.protocol);
     checkBind(issues, join(p, 'bind'), l.bind);
@@ -22,7 +23,7 @@ export function validateSidecar(spec: Sidecar, path = 'spec'): ConfigIssue[] {
   egress.forEach((l, i) => {
     const p = join(path, 'egress', i);
     if (l.port) {
-      checkPortNumber(issues, join(p, 'port', 'number'), l.port.number);
+      checkListenerPort(issues, join(p, 'port', 'number'), l.port.number, l.bind);
       checkProtocol(issues, join(p, 'port', 'protocol'), l.port.protocol);
     } else if (i !== egress.length - 1) {
       issues.add(p, 'the egress listener without a port catches all ports and must be the last one');
@@ -51,11 +52,33 @@ function checkEgressHost(issues: Issues, path: string, entry: string): void {
   }
   const ns = entry.slice(0, slash);
   const host = entry.slice(slash + 1);
-  if (ns !== '*' && ns !== '.' && ns !== '~' && !isDns1123Label(ns)) {
+  if (ns.startsWith('~') && ns !== '~' && isDns1123Label(ns.slice(1))) {
+    issues.warn(path, `"${ns}" is no namespace: "~" alone means no namespace, so this entry imports nothing (did you mean "${ns.slice(1)}/${entry.slice(slash + 1)}"?)`);
+  } else if (ns !== '*' && ns !== '.' && ns !== '~' && !isDns1123Label(ns)) {
     issues.add(path, `namespace "${ns}" of "${entry}" is neither "*", ".", "~" nor a namespace name`);
   }
   if (host.includes('/')) issues.add(path, `"${entry}" has more than one "/"`);
   else checkHost(issues, path, host, { wildcard: true, ip: false });
+}
+
+/** A listener port in 1..65535; 0 (or none) only for a listener bound to a Unix socket. */
+function checkListenerPort(issues: Issues, path: string, port: number | undefined, bind: string | undefined): void {
+  if (port === 0 && bind?.startsWith('unix://')) return;
+  checkPortNumber(issues, path, port);
+}
+
+/** The proxy terminates TLS of inbound traffic with certificate files it is given. */
+function checkIngressTls(issues: Issues, path: string, tls: ServerTLSSettings): void {
+  const mode = tls.mode ?? 'PASSTHROUGH';
+  if (tls.httpsRedirect) issues.add(join(path, 'httpsRedirect'), 'httpsRedirect is not supported on a Sidecar ingress listener');
+  if (mode !== 'SIMPLE' && mode !== 'MUTUAL') {
+    issues.add(join(path, 'mode'), `mode ${mode} is not supported on a Sidecar ingress listener: use SIMPLE or MUTUAL`);
+    return;
+  }
+  if (tls.credentialName || (tls.credentialNames?.length ?? 0) > 0) issues.add(join(path, 'credentialName'), 'credentialName is not supported on a Sidecar ingress listener: give certificate files');
+  if (!tls.serverCertificate) issues.add(join(path, 'serverCertificate'), `${mode} mode needs serverCertificate`);
+  if (!tls.privateKey) issues.add(join(path, 'privateKey'), `${mode} mode needs privateKey`);
+  if (mode === 'MUTUAL' && !tls.caCertificates) issues.add(join(path, 'caCertificates'), 'MUTUAL mode needs caCertificates to verify clients');
 }
 
 function checkBind(issues: Issues, path: string, bind: string | undefined): void {

@@ -1,10 +1,11 @@
 /** Semantic checks of Telemetry specs. */
 import type { Telemetry } from '../../gen/config/schemas.js';
-import { type ConfigIssue, Issues, checkLabels, checkMinDuration, checkPercent, checkSelectorXorTargets, join } from './common.js';
+import { type ConfigIssue, Issues, checkLabels, checkMinDuration, checkPercent, checkSelectorXorTargets, checkTargetRefs, join, type ValidationContext } from './common.js';
 
-export function validateTelemetry(spec: Telemetry, path = 'spec'): ConfigIssue[] {
+export function validateTelemetry(spec: Telemetry, path = 'spec', ctx?: ValidationContext): ConfigIssue[] {
   const issues = new Issues();
   checkSelectorXorTargets(issues, path, spec);
+  checkTargetRefs(issues, path, spec, ctx);
   checkLabels(issues, join(path, 'selector', 'matchLabels'), spec.selector?.matchLabels);
   (spec.tracing ?? []).forEach((t, i) => {
     const p = join(path, 'tracing', i);

@@ -52,6 +52,26 @@ const GRPC_STATUS = new Set([
 const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH']);
 const REDIRECT_CODES = new Set([301, 302, 303, 307, 308]);
 
+/** Retry conditions of the proxy (HTTP and gRPC); HTTP status codes are allowed as well. */
+const RETRY_ON = new Set([
+  '5xx',
+  'gateway-error',
+  'reset',
+  'reset-before-request',
+  'connect-failure',
+  'envoy-ratelimited',
+  'retriable-4xx',
+  'refused-stream',
+  'retriable-status-codes',
+  'retriable-headers',
+  'http3-post-connect-failure',
+  'cancelled',
+  'deadline-exceeded',
+  'internal',
+  'resource-exhausted',
+  'unavailable',
+]);
+
 export function validateVirtualService(spec: VirtualService, path = 'spec'): ConfigIssue[] {
   const issues = new Issues();
   const hosts = spec.hosts ?? [];
@@ -59,6 +79,11 @@ export function validateVirtualService(spec: VirtualService, path = 'spec'): Con
   const isDelegate = hosts.length === 0;
   hosts.forEach((h, i) => checkHost(issues, join(path, 'hosts', i), h, { wildcard: true, ip: true }));
   checkDuplicates(issues, join(path, 'hosts'), hosts, 'host');
+  checkOverlappingHosts(issues, join(path, 'hosts'), hosts);
+  const gateways = spec.gateways ?? [];
+  if ((gateways.length === 0 || gateways.includes('mesh')) && hosts.includes('*')) {
+    issues.add(join(path, 'hosts', hosts.indexOf('*')), 'wildcard host "*" is not allowed for a VirtualService bound to the mesh gateway: it would capture all traffic of every sidecar');
+  }
   if (isDelegate) {
     if ((spec.gateways?.length ?? 0) > 0) issues.add(join(path, 'gateways'), 'a VirtualService without hosts is a delegate and must not list gateways');
     if ((spec.tls?.length ?? 0) > 0) issues.add(join(path, 'tls'), 'a VirtualService without hosts is a delegate and cannot have tls routes');
@@ -86,6 +111,21 @@ export function validateVirtualService(spec: VirtualService, path = 'spec'): Con
   });
   checkExportTo(issues, join(path, 'exportTo'), spec.exportTo);
   return issues.list;
+}
+
+/** A host that another host of the list already covers (`a.example.com` beside `*.example.com`). */
+function checkOverlappingHosts(issues: Issues, path: string, hosts: ReadonlyArray<string>): void {
+  hosts.forEach((h, i) => {
+    const wider = hosts.findIndex((o, j) => j !== i && o !== h && wildcardCovers(o, h));
+    if (wider >= 0) issues.add(join(path, i), `host "${h}" overlaps host "${hosts[wider]}" of the same VirtualService`);
+  });
+}
+
+/** True when wildcard host `pattern` (`*`, `*.suffix`, `*suffix`) covers `host`. */
+function wildcardCovers(pattern: string, host: string): boolean {
+  if (!pattern.startsWith('*')) return false;
+  const suffix = pattern.slice(1);
+  return host.endsWith(suffix) && host.length > suffix.length && (!host.startsWith('*') || host.length > pattern.length);
 }
 
 function checkDuplicates(issues: Issues, path: string, items: ReadonlyArray<string>, what: string): void {
@@ -123,12 +163,19 @@ function checkHttpRoute(issues: Issues, path: string, route: HTTPRoute, inDelega
   if (route.redirect) {
     const r = route.redirect;
     const rp = join(path, 'redirect');
-    if (!r.uri && !r.authority && r.port === undefined && !r.scheme && r.derivePort === undefined) {
-      issues.add(rp, 'a redirect needs at least one of uri, authority, port, derivePort or scheme');
+    if (!r.uri && !r.authority && r.port === undefined && !r.scheme && r.derivePort === undefined && r.prefixRewrite === undefined) {
+      issues.add(rp, 'a redirect needs at least one of uri, prefixRewrite, authority, port, derivePort or scheme');
     }
     checkPortNumber(issues, join(rp, 'port'), r.port);
-    if (r.redirectCode !== undefined && !REDIRECT_CODES.has(r.redirectCode)) {
+    // 0 means the default, 301
+    if (r.redirectCode !== undefined && r.redirectCode !== 0 && !REDIRECT_CODES.has(r.redirectCode)) {
       issues.add(join(rp, 'redirectCode'), `redirect code ${r.redirectCode} is not one of 301, 302, 303, 307, 308`);
+    }
+    if (r.prefixRewrite !== undefined) {
+      if (r.uri !== undefined && r.uri !== '') issues.add(join(rp, 'prefixRewrite'), 'prefixRewrite and uri are mutually exclusive');
+      (route.match ?? []).forEach((m, i) => {
+        if (m.uri && m.uri.prefix === undefined) issues.add(join(path, 'match', i, 'uri'), 'with redirect.prefixRewrite every uri match must be a prefix match');
+      });
     }
   }
   if (route.directResponse) {
@@ -152,7 +199,11 @@ function checkHttpRoute(issues: Issues, path: string, route: HTTPRoute, inDelega
   checkMinDuration(issues, join(path, 'timeout'), route.timeout, 0);
   if (route.retries) {
     const rp = join(path, 'retries');
-    checkNonNegative(issues, join(rp, 'attempts'), route.retries.attempts);
+    const r = route.retries;
+    checkNonNegative(issues, join(rp, 'attempts'), r.attempts);
+    if ((r.attempts ?? 0) === 0 && (r.perTryTimeout !== undefined || (r.retryOn ?? '') !== '' || r.retryRemoteLocalities !== undefined || r.backoff !== undefined)) {
+      issues.add(join(rp, 'attempts'), 'retries are off with 0 attempts, yet other retry settings are given: set attempts or remove the settings');
+    }
     checkMinDuration(issues, join(rp, 'perTryTimeout'), route.retries.perTryTimeout, 1);
     checkRetryOn(issues, join(rp, 'retryOn'), route.retries.retryOn);
     checkMinDuration(issues, join(rp, 'backoff'), route.retries.backoff, 1);
@@ -160,6 +211,11 @@ function checkHttpRoute(issues: Issues, path: string, route: HTTPRoute, inDelega
   if (route.fault) checkFault(issues, join(path, 'fault'), route.fault);
   if (route.mirror) checkDestination(issues, join(path, 'mirror'), route.mirror);
   if (route.mirror && (route.mirrors?.length ?? 0) > 0) issues.add(join(path, 'mirrors'), 'mirror and mirrors are mutually exclusive');
+  if (route.mirrorPercent !== undefined) {
+    checkPercent(issues, join(path, 'mirrorPercent'), route.mirrorPercent);
+    if (route.mirrorPercentage) issues.add(join(path, 'mirrorPercent'), 'mirrorPercent and mirrorPercentage are mutually exclusive');
+    else issues.warn(join(path, 'mirrorPercent'), 'mirrorPercent is deprecated: use mirrorPercentage');
+  }
   (route.mirrors ?? []).forEach((m, i) => {
     checkDestination(issues, join(path, 'mirrors', i, 'destination'), m.destination);
     checkPercent(issues, join(path, 'mirrors', i, 'percentage', 'value'), m.percentage?.value);
@@ -212,14 +268,20 @@ export function checkDestination(issues: Issues, path: string, d: Destination): 
   checkPortNumber(issues, join(path, 'port', 'number'), d.port?.number);
 }
 
-/** Weights are 0..100; with several destinations they must add up to 100. */
+/**
+ * Weights are relative shares: none may be negative and several may not all be 0. Weights that do
+ * not add up to 100 are used in proportion, with a warning.
+ */
 function checkWeights(issues: Issues, path: string, weights: ReadonlyArray<number | undefined>): void {
   let sum = 0;
   weights.forEach((w, i) => {
-    if (w !== undefined && (w < 0 || w > 100)) issues.add(join(path, i, 'weight'), `weight ${w} is outside 0..100`);
+    if (w !== undefined && w < 0) issues.add(join(path, i, 'weight'), `weight ${w} must not be negative`);
     sum += w ?? 0;
   });
-  if (weights.length > 1 && sum !== 100) issues.add(path, `weights add up to ${sum}, they must add up to 100`);
+  if (weights.length > 1 && sum === 0) issues.add(path, 'the weights of several destinations add up to 0: give at least one a weight');
+  else if (weights.length > 1 && sum !== 100 && weights.every((w) => w === undefined || w >= 0)) {
+    issues.warn(path, `weights add up to ${sum}, not 100: traffic is split in proportion to them`);
+  }
 }
 
 function checkHttpRouteDestinations(issues: Issues, path: string, route: ReadonlyArray<HTTPRouteDestination>): void {
@@ -244,9 +306,9 @@ function checkRetryOn(issues: Issues, path: string, retryOn: string | undefined)
   for (const part of retryOn.split(',')) {
     const token = part.trim();
     if (token === '') issues.add(path, `empty entry in "${retryOn}"`);
-    else if (/^\d+$/.test(token) && (Number(token) < 100 || Number(token) > 599)) {
-      issues.add(path, `retry status ${token} is outside 100..599`);
-    }
+    else if (/^\d+$/.test(token)) {
+      if (Number(token) < 100 || Number(token) > 599) issues.add(path, `retry status ${token} is outside 100..599`);
+    } else if (!RETRY_ON.has(token)) issues.add(path, `"${token}" is not a retry condition (known: ${[...RETRY_ON].join(', ')}, or an HTTP status code)`);
   }
 }
 
@@ -254,6 +316,11 @@ function checkFault(issues: Issues, path: string, fault: HTTPFaultInjection): vo
   if (!fault.delay && !fault.abort) issues.add(path, 'a fault needs delay or abort');
   if (fault.delay) {
     const p = join(path, 'delay');
+    if (fault.delay.percent !== undefined) {
+      checkPercent(issues, join(p, 'percent'), fault.delay.percent);
+      if (fault.delay.percentage) issues.add(join(p, 'percent'), 'percent and percentage are mutually exclusive');
+      else issues.warn(join(p, 'percent'), 'percent is deprecated: use percentage');
+    }
     if (fault.delay.fixedDelay === undefined) issues.add(join(p, 'fixedDelay'), 'a delay fault needs fixedDelay');
     checkMinDuration(issues, join(p, 'fixedDelay'), fault.delay.fixedDelay, 1);
     checkPercent(issues, join(p, 'percentage', 'value'), fault.delay.percentage?.value);
@@ -280,6 +347,10 @@ function checkCors(issues: Issues, path: string, cors: CorsPolicy): void {
     if (!HTTP_METHODS.has(m)) issues.add(join(path, 'allowMethods', i), `"${m}" is not an HTTP method`);
   });
   checkMinDuration(issues, join(path, 'maxAge'), cors.maxAge, 0);
+  if ((cors.allowOrigin?.length ?? 0) > 0) {
+    if ((cors.allowOrigins?.length ?? 0) > 0) issues.add(join(path, 'allowOrigin'), 'allowOrigin and allowOrigins are mutually exclusive');
+    else issues.warn(join(path, 'allowOrigin'), 'allowOrigin is deprecated: use allowOrigins');
+  }
 }
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -290,11 +361,45 @@ function checkHeaders(issues: Issues, path: string, headers: Headers): void {
 }
 
 function checkHeaderOps(issues: Issues, path: string, ops: Headers_HeaderOperations): void {
-  const check = (p: string, name: string): void => {
-    if (!HEADER_NAME.test(name)) issues.add(p, `"${name}" is not a valid header name (pseudo-headers cannot be changed)`);
+  const check = (p: string, name: string, op: string): void => {
+    // Setting :authority rewrites the host; no other pseudo-header can be changed.
+    if (op === 'set' && name.toLowerCase() === ':authority') return;
+    if (!HEADER_NAME.test(name)) issues.add(p, `"${name}" is not a valid header name (only :authority may be set among the pseudo-headers)`);
   };
   for (const op of ['set', 'add'] as const) {
-    for (const name of Object.keys(ops[op] ?? {})) check(join(path, op, name), name);
+    for (const [name, value] of Object.entries(ops[op] ?? {})) {
+      const p = join(path, op, name);
+      check(p, name, op);
+      const problem = headerValueProblem(value);
+      if (problem) issues.add(p, problem);
+    }
   }
-  (ops.remove ?? []).forEach((name, i) => check(join(path, 'remove', i), name));
+  (ops.remove ?? []).forEach((name, i) => check(join(path, 'remove', i), name, 'remove'));
+}
+
+/**
+ * Why `value` is not a header value the proxy accepts: no control characters, and every `%` starts
+ * a formatter operator closed by another `%` (`%REQ(x-id)%`, `%DOWNSTREAM_REMOTE_ADDRESS%`) or is
+ * doubled (`%%`).
+ */
+export function headerValueProblem(value: string): string | undefined {
+  if (/[\0\r\n]/.test(value)) return 'header value must not contain NUL, CR or LF';
+  let i = 0;
+  while (i < value.length) {
+    if (value[i] !== '%') {
+      i++;
+      continue;
+    }
+    if (value[i + 1] === '%') {
+      i += 2;
+      continue;
+    }
+    const end = value.indexOf('%', i + 1);
+    const operator = end < 0 ? '' : value.slice(i + 1, end);
+    if (end < 0 || !/^[A-Z][A-Z0-9_]*(\(.*\))?(:\d+)?$/.test(operator)) {
+      return `header value "${value}" has a "%" that starts no formatter operator: write %% for a literal %, or %OPERATOR%`;
+    }
+    i = end + 1;
+  }
+  return undefined;
 }

@@ -16,23 +16,13 @@
  */
 import type { Logger } from 'pino';
 import { Backoff, sleep } from '../../kube/backoff.js';
-import type { KubeClient } from '../../kube/client.js';
-import { LeaderElector } from '../../kube/leader-election.js';
+import { LeaderElector, type LeaseParams } from '../../kube/leader-election.js';
 import type { Duty } from './controller.js';
 
 export type { Duty };
 
-export interface LeaseOptions {
-  readonly client: KubeClient;
-  readonly namespace: string;
-  /** Lease name. */
-  readonly name: string;
-  /** Unique per replica (the pod name in a cluster). */
-  readonly identity: string;
-  readonly leaseDurationMs?: number;
-  readonly renewDeadlineMs?: number;
-  readonly retryPeriodMs?: number;
-}
+/** The Lease a Leadership competes for (identity: unique per replica, the pod name in a cluster). */
+export type LeaseOptions = LeaseParams;
 
 export interface LeadershipOptions {
   /** The Lease to compete for; absent: lead from start to stop. */

@@ -175,10 +175,12 @@ function applyOutlierDetection(c: Mutable<ClusterShape>, policy: TrafficPolicy |
   if (!od) return;
   const interval = configMs(od.interval);
   const base = configMs(od.baseEjectionTime);
+  // consecutiveErrors is the deprecated spelling of consecutive5xxErrors
+  const consecutive5xx = od.consecutive5xxErrors ?? (od.consecutiveErrors ? od.consecutiveErrors : undefined);
   c.outlierDetection = {
-    consecutive5xx: od.consecutive5xxErrors,
+    consecutive5xx,
     consecutiveGatewayFailure: od.consecutiveGatewayErrors,
-    enforcingConsecutive5xx: od.consecutive5xxErrors !== undefined ? 100 : undefined,
+    enforcingConsecutive5xx: consecutive5xx !== undefined ? 100 : undefined,
     enforcingConsecutiveGatewayFailure: od.consecutiveGatewayErrors !== undefined ? 100 : 0,
     interval: interval !== undefined ? duration(interval) : undefined,
     baseEjectionTime: base !== undefined ? duration(base) : undefined,

@@ -222,7 +222,9 @@ function routeAction(route: HTTPRoute, ctx: RouteContext): Shape<RouteAction> | 
   if (route.rewrite?.uri !== undefined) action.prefixRewrite = route.rewrite.uri;
   else if (route.rewrite?.uriRegexRewrite) action.regexRewrite = { pattern: { regex: route.rewrite.uriRegexRewrite.match ?? '' }, substitution: route.rewrite.uriRegexRewrite.rewrite ?? '' };
   if (route.rewrite?.authority) action.hostRewriteLiteral = route.rewrite.authority;
-  const mirrors = [...(route.mirror ? [{ destination: route.mirror, percentage: route.mirrorPercentage }] : []), ...(route.mirrors ?? [])];
+  // mirrorPercent is the deprecated whole-number spelling of mirrorPercentage
+  const mirrorPercentage = route.mirrorPercentage ?? (route.mirrorPercent !== undefined ? { value: route.mirrorPercent } : undefined);
+  const mirrors = [...(route.mirror ? [{ destination: route.mirror, percentage: mirrorPercentage }] : []), ...(route.mirrors ?? [])];
   if (mirrors.length > 0 && !ctx.proxyless) {
     action.requestMirrorPolicies = mirrors
       .map((m) => ({ cluster: destinationCluster(m.destination, ctx), pct: m.percentage?.value }))
@@ -278,7 +280,7 @@ export function buildHttpRoutes(vsName: string, http: ReadonlyArray<HTTPRoute>, 
       if (route.redirect) {
         const r = route.redirect;
         base.redirect = {
-          pathRedirect: r.uri,
+          ...(r.prefixRewrite !== undefined ? { prefixRewrite: r.prefixRewrite } : { pathRedirect: r.uri }),
           hostRedirect: r.authority ?? '',
           portRedirect: r.port ?? 0,
           schemeRedirect: r.scheme,

@@ -64,6 +64,11 @@ function serverHostPatterns(s: GatewayServer): Array<{ ns: string; host: string 
   });
 }
 
+/** The CA file that verifies clients: the server's own, or the first of its tlsCertificates. */
+function caFileOf(tls: NonNullable<GatewayServer['tls']>): string | undefined {
+  return tls.caCertificates || (tls.tlsCertificates ?? []).find((c) => c.caCertificates)?.caCertificates || undefined;
+}
+
 function downstreamTls(s: GatewayServer): ReturnType<typeof pack> {
   const tls = s.tls!;
   const sds = { ads: {}, resourceApiVersion: ApiVersion.V3 };
@@ -71,9 +76,12 @@ function downstreamTls(s: GatewayServer): ReturnType<typeof pack> {
     requireClientCertificate: tls.mode === 'MUTUAL' || tls.mode === 'MESH_MUTUAL' ? true : undefined,
     commonTlsContext: {
       alpnProtocols: ['h2', 'http/1.1'],
-      tlsCertificates: tls.serverCertificate && tls.privateKey ? [{ certificateChain: { filename: tls.serverCertificate }, privateKey: { filename: tls.privateKey } }] : [],
+      tlsCertificates: [
+        ...(tls.serverCertificate && tls.privateKey ? [{ certificateChain: { filename: tls.serverCertificate }, privateKey: { filename: tls.privateKey } }] : []),
+        ...(tls.tlsCertificates ?? []).map((c) => ({ certificateChain: { filename: c.serverCertificate ?? '' }, privateKey: { filename: c.privateKey ?? '' } })),
+      ],
       tlsCertificateSdsSecretConfigs: tls.credentialName ? [{ name: tls.credentialName, sdsConfig: sds }] : tls.mode === 'MESH_MUTUAL' ? [{ name: 'default', sdsConfig: sds }] : [],
-      validationContext: tls.caCertificates ? { trustedCa: { filename: tls.caCertificates } } : undefined,
+      validationContext: caFileOf(tls) ? { trustedCa: { filename: caFileOf(tls) } } : undefined,
     },
   });
 }

@@ -6,7 +6,7 @@
  * with the level coloured unless colour is off; `json` and `yaml` write a list of objects with
  * code, level, resource, path and message, `[]` when there is nothing to report.
  */
-import { stringify } from 'yaml';
+import { renderDocument } from '../../output.js';
 import { resourceName } from './suppress.js';
 
 export type DisplayLevel = 'Info' | 'Warning' | 'Error';
@@ -25,7 +25,7 @@ interface Printable {
 const COLORS: Readonly<Record<DisplayLevel, string>> = { Error: '\x1b[31m', Warning: '\x1b[33m', Info: '\x1b[36m' };
 const RESET = '\x1b[0m';
 
-export function formatFindings(findings: readonly Printable[], opts: { readonly output: AnalyzeOutput; readonly color: boolean; readonly scope: string }): string {
+export async function formatFindings(findings: readonly Printable[], opts: { readonly output: AnalyzeOutput; readonly color: boolean; readonly scope: string }): Promise<string> {
   if (opts.output !== 'log') {
     const list = findings.map((f) => ({
       code: f.code,
@@ -34,7 +34,7 @@ export function formatFindings(findings: readonly Printable[], opts: { readonly 
       ...(f.path ? { path: f.path } : {}),
       message: f.message,
     }));
-    return opts.output === 'json' ? `${JSON.stringify(list, null, 2)}\n` : stringify(list);
+    return renderDocument(list, opts.output);
   }
   if (findings.length === 0) return `No validation issues found when analyzing ${opts.scope}.\n`;
   return findings

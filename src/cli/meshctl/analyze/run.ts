@@ -10,7 +10,9 @@
  * the exit code is FINDINGS_EXIT_CODE when a remaining finding reaches `--failure-threshold`.
  */
 import { setMaxListeners } from 'node:events';
+import type { V1Service } from '@kubernetes/client-node';
 import type { AnalysisLevel, Finding, WorkloadInfo } from '../../../analysis/types.js';
+import type { KubeWorld } from '../../../analysis/world.js';
 import type { ConfigObject } from '../../../config/types.js';
 import type { KubeClient } from '../../../kube/client.js';
 import type { MeshSettings } from '../../../model/mesh-settings.js';
@@ -81,8 +83,11 @@ export async function runAnalyze(opts: AnalyzeOptions): Promise<CommandOutcome> 
     invalid.push({ kind, namespace, name, code: MESSAGES.SchemaValidationError.code, level: 'Error', message, ...(path ? { path } : {}) });
   };
 
-  // 1. Files (validated exactly as `meshctl validate` and the daemon do).
+  // 1. Files (validated exactly as `meshctl validate` and the daemon do). Refused objects are still
+  // analysed for what can be analysed; the Kubernetes objects of the files join the world.
   const fileObjects: ConfigObject[] = [];
+  const salvaged: ConfigObject[] = [];
+  const fileKube: unknown[] = [];
   if (opts.files.length > 0) {
     const { readInputs } = await import('../validate/inputs.js');
     const { validateDocuments } = await import('../validate/documents.js');
@@ -92,6 +97,8 @@ export async function runAnalyze(opts: AnalyzeOptions): Promise<CommandOutcome> 
     for (const input of read.inputs) {
       const result = validateDocuments(input.text, input.file, opts.namespace);
       fileObjects.push(...result.objects);
+      salvaged.push(...result.salvaged);
+      fileKube.push(...result.kubeObjects);
       for (const f of result.findings) {
         if (f.level !== 'Error') continue;
         schemaError(f.kind ?? 'Unknown', f.namespace ?? opts.namespace, f.name ?? `${input.file}#${f.index ?? 0}`, `${input.file}${f.index === undefined ? '' : `#${f.index}`}: ${f.message}`, f.path || undefined);
@@ -103,6 +110,7 @@ export async function runAnalyze(opts: AnalyzeOptions): Promise<CommandOutcome> 
   let clusterObjects: ConfigObject[] = [];
   let services: Service[] = [];
   let workloads: WorkloadInfo[] | undefined;
+  let clusterWorld: KubeWorld | undefined;
   let clusterMeshConfig: { readonly text: string; readonly origin: string } | undefined;
   if (opts.useCluster) {
     const client = await opts.client();
@@ -115,6 +123,7 @@ export async function runAnalyze(opts: AnalyzeOptions): Promise<CommandOutcome> 
       clusterObjects = view.objects;
       services = view.services;
       workloads = view.workloads;
+      clusterWorld = view.world;
       clusterMeshConfig = view.meshConfig;
       for (const r of view.rejected) {
         for (const issue of r.issues) schemaError(r.kind ?? 'Unknown', r.namespace ?? '', r.name ?? r.origin, issue.message, issue.path || undefined);
@@ -134,10 +143,33 @@ export async function runAnalyze(opts: AnalyzeOptions): Promise<CommandOutcome> 
   for (const o of fileObjects) merged.set(identity(o.meta.gvk.kind, o.meta.namespace, o.meta.name), o);
   // An invalid file version of a cluster object shadows it too: the user is replacing it.
   for (const f of invalid) merged.delete(identity(f.kind, f.namespace, f.name));
-  if (workloads) {
+  // What can be analysed of the invalid objects is analysed too.
+  const invalidKeys = new Set<string>();
+  for (const o of salvaged) {
+    const key = identity(o.meta.gvk.kind, o.meta.namespace, o.meta.name);
+    if (merged.has(key)) continue;
+    merged.set(key, o);
+    invalidKeys.add(key);
+  }
+  const { kubeWorldFrom, overlayWorld } = await import('../../../analysis/world.js');
+  const filesWorld = kubeWorldFrom(fileKube, opts.namespace);
+  const world = clusterWorld ? overlayWorld(clusterWorld, filesWorld) : filesWorld;
+  const fileServices = await servicesOf(fileKube, opts.namespace);
+  if (fileServices.length > 0) {
+    const replaced = new Set(fileServices.map((s) => `${s.namespace}/${s.name}`));
+    services = [...services.filter((s) => !replaced.has(`${s.namespace}/${s.name}`)), ...fileServices];
+  }
+  // Workloads are known from the cluster, or from files that bring pods or deployments.
+  if (workloads || filesWorld.pods.length > 0 || filesWorld.deployments.length > 0) {
+    const fromFiles = [
+      ...filesWorld.pods.map((p) => ({ namespace: p.namespace, labels: p.labels, name: p.name })),
+      ...filesWorld.deployments.map((d) => ({ namespace: d.namespace, labels: d.template.labels, name: d.name })),
+    ];
+    const replaced = new Set(fromFiles.map((w) => `${w.namespace}/${w.name}`));
+    workloads = [...(workloads ?? []).filter((w) => !replaced.has(`${w.namespace}/${w.name ?? ''}`)), ...fromFiles];
     for (const o of merged.values()) {
       if (o.meta.gvk.kind !== 'WorkloadEntry') continue;
-      workloads.push({ namespace: o.meta.namespace, labels: (o.spec as { labels?: Record<string, string> }).labels ?? {} });
+      workloads.push({ namespace: o.meta.namespace, labels: (o.spec as { labels?: Record<string, string> }).labels ?? {}, name: o.meta.name });
     }
   }
 
@@ -148,11 +180,13 @@ export async function runAnalyze(opts: AnalyzeOptions): Promise<CommandOutcome> 
   store.applySource('analyze', [...merged.values()]);
   // Yield once before the CPU-bound part, so a large read does not hold timers back longer.
   await new Promise((resolve) => setImmediate(resolve));
-  const result = analyze({ configs: store, services, workloads, mesh });
+  const result = analyze({ configs: store, services, workloads, mesh, kube: world, invalid: invalidKeys });
 
   // 4. Select, suppress, threshold.
   const all: DisplayFinding[] = [...invalid, ...result.findings.map((f) => ({ ...f, level: DISPLAY[f.level] }))];
-  const inScope = all.filter((f) => opts.allNamespaces || f.namespace === opts.namespace || f.namespace === '');
+  // A Namespace belongs to its own scope; other cluster-scoped objects to every scope.
+  const scopeOf = (f: DisplayFinding): string => (f.kind === 'Namespace' ? f.name : f.namespace);
+  const inScope = all.filter((f) => opts.allNamespaces || scopeOf(f) === opts.namespace || scopeOf(f) === '');
   const kept = inScope.filter((f) => !suppressed(suppressions, f));
   kept.sort((a, b) => rank(b.level) - rank(a.level) || a.code.localeCompare(b.code) || identity(a.kind, a.namespace, a.name).localeCompare(identity(b.kind, b.namespace, b.name)));
   const shown = kept.filter((f) => rank(f.level) >= rank(opts.outputThreshold));
@@ -166,8 +200,21 @@ export async function runAnalyze(opts: AnalyzeOptions): Promise<CommandOutcome> 
       `${inScope.length - kept.length} findings suppressed, ${kept.length - shown.length} below --output-threshold ${opts.outputThreshold}\n`;
   }
   const scope = opts.allNamespaces ? 'all namespaces' : `namespace: ${opts.namespace}`;
-  const stdout = formatFindings(shown, { output: opts.output, color: opts.color, scope });
+  const stdout = await formatFindings(shown, { output: opts.output, color: opts.color, scope });
   return { stdout, stderr, exitCode: failing ? FINDINGS_EXIT_CODE : 0 };
+}
+
+/** The mesh services of the Kubernetes Services among `objects`, converted as the Cluster registry converts them. */
+async function servicesOf(objects: readonly unknown[], defaultNamespace: string): Promise<Service[]> {
+  const raw = objects.filter((o): o is V1Service => typeof o === 'object' && o !== null && (o as { kind?: unknown }).kind === 'Service');
+  if (raw.length === 0) return [];
+  const { convertService } = await import('../../../registry/kube/convert.js');
+  const settings = { registry: 'Kubernetes', clusterId: 'Kubernetes', domain: 'cluster.local', trustDomain: 'cluster.local', edsForHeadless: false };
+  return raw.flatMap((s) => {
+    const withNamespace: V1Service = s.metadata?.namespace ? s : { ...s, metadata: { ...s.metadata, namespace: defaultNamespace } };
+    const converted = convertService(withNamespace, settings);
+    return converted ? [converted] : [];
+  });
 }
 
 async function meshSettings(opts: AnalyzeOptions, fromCluster: { readonly text: string; readonly origin: string } | undefined): Promise<MeshSettings> {

@@ -6,6 +6,7 @@
  */
 import type { Command } from 'commander';
 import { Option } from 'commander';
+import { colorEnabled } from '../../output.js';
 import { CliError, boolOption, boolValue, type Cli } from '../../runner.js';
 import { globalOptions } from '../global-flags.js';
 import { kubeClientFor } from '../kube.js';
@@ -36,6 +37,12 @@ function oneOf<T extends string>(value: string, allowed: readonly T[], flag: str
 
 const repeat = (value: string, previous: string[]): string[] => [...previous, value];
 
+/** The values shown in help and offered by completion; `oneOf` checks them (case-insensitively). */
+function withChoices(option: Option, choices: readonly string[]): Option {
+  option.argChoices = [...choices];
+  return option;
+}
+
 /**
  * A boolean flag's value. The flags take an optional value (`--use-cluster=false`), so commander
  * hands a file that follows a bare flag (`-A routes.yaml`) to the flag: such a value that is no
@@ -55,12 +62,12 @@ export function register(program: Command, cli: Cli): Command {
     .argument('[files...]', 'Files or directories of mesh config to lay over the cluster (- reads standard input).')
     .description('Analyzes mesh configuration and prints validation messages.')
     .addOption(boolOption('-A, --all-namespaces', 'Analyze all namespaces.'))
-    .addOption(boolOption('--color', 'Colour the levels; disable with --color=false or TERM=dumb.', true))
-    .addOption(new Option('--failure-threshold <level>', 'Severity at which the exit code becomes non-zero: Info, Warning or Error.').default('Error'))
+    .addOption(boolOption('--color', 'Colour the levels on a terminal; disable with --color=false, NO_COLOR or TERM=dumb.', true))
+    .addOption(withChoices(new Option('--failure-threshold <level>', 'Severity at which the exit code becomes non-zero: Info, Warning or Error.').default('Error'), LEVELS))
     .addOption(boolOption('-L, --list-analyzers', 'List the available analyzers and stop.'))
     .option('--meshConfigFile <file>', 'Mesh config to analyze with, instead of the cluster\'s.')
-    .addOption(new Option('-o, --output <format>', 'Output format: log, json or yaml.').default('log'))
-    .addOption(new Option('--output-threshold <level>', 'Lowest severity displayed: Info, Warning or Error.').default('Info'))
+    .addOption(withChoices(new Option('-o, --output <format>', 'Output format: log, json or yaml.').default('log'), OUTPUTS))
+    .addOption(withChoices(new Option('--output-threshold <level>', 'Lowest severity displayed: Info, Warning or Error.').default('Info'), LEVELS))
     .addOption(boolOption('-R, --recursive', 'Read directory arguments recursively.'))
     .option('-S, --suppress <code=resource>', 'Suppress a message code on a resource, e.g. MESH0102=VirtualService reviews.default (* is a wildcard); repeatable.', repeat, [])
     .addOption(new Option('--timeout <duration>', 'How long to wait for the cluster before failing.').default('30s'))
@@ -98,7 +105,7 @@ export function register(program: Command, cli: Cli): Command {
           timeoutMs: durationMs(opts.timeout),
           timeoutText: opts.timeout,
           verbose,
-          color: color && cli.io.env.TERM !== 'dumb',
+          color: color && colorEnabled(cli.io),
           readStdin: cli.io.readStdin,
           client: () => kubeClientFor(globals, cli.io.env),
         });

@@ -3,11 +3,18 @@
  * src/cli/meshctl/profile/run-profile.ts, loaded when a subcommand runs. Boolean flags here take no value
  * (`--dry-run`), so that they cannot swallow the profile argument after them.
  */
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { CHARTS_DEPRECATED } from '../../../install/charts-warning.js';
 import type { Cli, CommandOutcome } from '../../runner.js';
 
 const collectSlice = (value: string, previous: string[]): string[] => [...previous, ...value.split(',').filter((v) => v !== '')];
+
+/** `-o/--output`; the choices are for help and completion, run-profile.ts checks the value. */
+function outputOption(): Option {
+  const option = new Option('-o, --output <format>', 'Output format: yaml, json or flags (the --set flags that rebuild the spec).').default('yaml');
+  option.argChoices = ['yaml', 'json', 'flags'];
+  return option;
+}
 
 interface SourceFlags {
   readonly charts?: string;
@@ -51,7 +58,7 @@ export function register(program: Command, cli: Cli): Command {
     .argument('[profile]', 'Profile name.')
     .option('-p, --config-path <path>', 'Print only this subtree of the spec, e.g. components.meshd.')
     .option('-f, --filename <files>', 'MeshOperator files overlaid on the profile; repeatable, comma-separated.', collectSlice, [])
-    .option('-o, --output <format>', 'Output format: yaml, json or flags (the --set flags that rebuild the spec).', 'yaml')
+    .addOption(outputOption())
     .action(
       cli.action(async (name: string | undefined, opts: DumpFlags) => {
         const { manifests, warning } = sourceOf(opts);

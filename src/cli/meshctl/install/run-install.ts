@@ -19,10 +19,10 @@ import type { MeshOperatorSpec } from '../../../install/api.js';
 import { DEFAULT_FIELD_MANAGER, describeError, verifyInstallation } from '../../../install/apply/engine.js';
 import { MESH_OPERATOR_CRD_NAME, ensureMeshOperatorCrd } from '../../../install/apply/operator-crd.js';
 import { cliOwner, writeInstalledState } from '../../../install/apply/state.js';
-import { CHARTS_DEPRECATED } from '../../../install/charts-warning.js';
 import { InstallError } from '../../../install/errors.js';
 import type { ComponentManifest } from '../../../install/render/index.js';
-import { resolveSpec, type ResolvedSpec } from '../../../install/resolve.js';
+import { resolveRequest, type SpecRequest } from '../../../install/generate.js';
+import type { ResolvedSpec } from '../../../install/resolve.js';
 import { readCrds, type ManifestSource } from '../../../install/sources.js';
 import type { KubeClient } from '../../../kube/client.js';
 import { getBuildInfo } from '../../../version/build-info.js';
@@ -34,14 +34,7 @@ import { CHECK, CROSS, createProgress } from './progress.js';
 export type { ClientFactory };
 
 /** The flags that choose a spec: as `manifest generate` has them. */
-export interface SpecFlags {
-  readonly files?: readonly string[];
-  readonly sets?: readonly string[];
-  readonly manifests?: string;
-  readonly charts?: string;
-  readonly revision?: string;
-  readonly force?: boolean;
-}
+export type SpecFlags = SpecRequest;
 
 /** A resolved spec planned as meshctl installs it (owner `installed-state[-R]`), with where it came from. */
 export interface Rendered extends Installation {
@@ -67,16 +60,7 @@ async function renderedOf(resolved: ResolvedSpec, warnings: string[]): Promise<R
 
 /** Steps 1: resolve and render (throws InstallError for bad input). */
 export async function renderFlags(flags: SpecFlags): Promise<Rendered> {
-  const warnings: string[] = [];
-  if (flags.charts) warnings.push(CHARTS_DEPRECATED);
-  const resolved = await resolveSpec({
-    manifests: flags.manifests || flags.charts,
-    files: flags.files,
-    sets: flags.sets,
-    revision: flags.revision,
-    force: flags.force,
-  });
-  warnings.push(...resolved.warnings.map((w) => `warning: ${w}`));
+  const { resolved, warnings } = await resolveRequest(flags);
   return renderedOf(resolved, warnings);
 }
 

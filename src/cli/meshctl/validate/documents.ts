@@ -12,7 +12,8 @@
  *   group): skipped, with a note.
  */
 import { kindByName } from '../../../config/kinds.js';
-import { parseConfigDocuments } from '../../../config/parse.js';
+import { parseConfigYamlDocuments } from '../../../config/parse.js';
+import { isWorldKind } from '../../../analysis/world.js';
 import { isRecord } from '../../../util/record.js';
 import { readYamlDocuments, yamlValue } from '../../../util/yaml.js';
 import type { ConfigObject } from '../../../config/types.js';
@@ -22,6 +23,10 @@ import { WORKLOAD_KINDS, checkWorkload } from './workloads.js';
 export interface DocumentsResult {
   /** The valid mesh config objects (their `meta.origin` is `file#n`). */
   readonly objects: ConfigObject[];
+  /** What can still be analysed of the refused mesh config objects (see ConfigRejection.salvaged). */
+  readonly salvaged: ConfigObject[];
+  /** The documents of the Kubernetes kinds the analysis reads (analysis/world.ts), as decoded. */
+  readonly kubeObjects: unknown[];
   readonly findings: Finding[];
   /** Documents in the input, empty ones excluded. */
   readonly documents: number;
@@ -56,8 +61,9 @@ function identity(value: Record<string, unknown>, defaultNamespace: string): Pic
 }
 
 export function validateDocuments(text: string, file: string, defaultNamespace: string): DocumentsResult {
-  // Read the way parse.ts reads (src/util/yaml.ts), so document numbers agree.
+  // Read once, the way parse.ts reads (src/util/yaml.ts), so document numbers agree.
   const docs = readYamlDocuments(text);
+  const kubeObjects: unknown[] = [];
   const routes: (Route | undefined)[] = docs.map((doc) => {
     if (doc.errors.length > 0) return { type: 'mesh' };
     let value: unknown;
@@ -66,24 +72,35 @@ export function validateDocuments(text: string, file: string, defaultNamespace: 
     } catch {
       return { type: 'mesh' };
     }
+    if (isRecord(value) && isWorldKind(value.apiVersion, value.kind)) kubeObjects.push(value);
     return value === null || value === undefined ? undefined : route(value);
   });
   const findings: Finding[] = [];
   const isMesh = (index: number | undefined): boolean => index !== undefined && routes[index]?.type === 'mesh';
 
-  const parsed = parseConfigDocuments(text, file, defaultNamespace);
+  const parsed = parseConfigYamlDocuments(docs, file, defaultNamespace);
   const objects = parsed.objects.filter((o) => isMesh(splitOrigin(o.meta.origin ?? '').index));
+  const salvaged = parsed.rejections.flatMap((r) => (r.salvaged && isMesh(splitOrigin(r.origin).index) ? [r.salvaged] : []));
   for (const r of parsed.rejections) {
     const { index } = splitOrigin(r.origin);
     if (!isMesh(index)) continue;
     for (const issue of r.issues) {
       findings.push({ level: 'Error', file, index, kind: r.kind, namespace: r.namespace, name: r.name, path: issue.path, message: issue.message });
     }
+    for (const issue of r.warnings ?? []) {
+      findings.push({ level: 'Warning', file, index, kind: r.kind, namespace: r.namespace, name: r.name, path: issue.path, message: issue.message });
+    }
+  }
+  for (const o of objects) {
+    const { index } = splitOrigin(o.meta.origin ?? '');
+    for (const issue of o.warnings ?? []) {
+      findings.push({ level: 'Warning', file, index, kind: o.meta.gvk.kind, namespace: o.meta.namespace, name: o.meta.name, path: issue.path, message: issue.message });
+    }
   }
   routes.forEach((r, index) => {
     if (r === undefined || r.type === 'mesh') return;
     if (r.type === 'skip') {
-      const doc = docs[index].toJS({ maxAliasCount: 100 }) as Record<string, unknown>;
+      const doc = yamlValue(docs[index]) as Record<string, unknown>; // a skipped document has a value (route)
       findings.push({ level: 'Note', file, index, ...identity(doc, defaultNamespace), path: '', message: `skipped: ${r.why}` });
       return;
     }
@@ -94,5 +111,5 @@ export function validateDocuments(text: string, file: string, defaultNamespace: 
     for (const issue of checkWorkload(r.kind, r.doc)) findings.push({ level: issue.level, file, index, ...id, path: issue.path, message: issue.message });
   });
   findings.sort((a, b) => (a.index ?? -1) - (b.index ?? -1));
-  return { objects, findings, documents: routes.filter((r) => r !== undefined).length };
+  return { objects, salvaged, kubeObjects, findings, documents: routes.filter((r) => r !== undefined).length };
 }

@@ -5,8 +5,8 @@
  *
  * Standard error gets one line per finding, in input order, and a closing summary when
  * something is invalid; standard output gets `"<file>" is valid` for every input without an
- * error (warnings and notes do not make a file invalid). Exit code 1 when any input has an
- * error, else 0.
+ * error, or `"<file>" has warnings: <n> warnings` when the rules warned about it (warnings and
+ * notes do not make a file invalid). Exit code 1 when any input has an error, else 0.
  */
 import type { ConfigObject } from '../../../config/types.js';
 import type { CommandOutcome } from '../../runner.js';
@@ -54,9 +54,14 @@ export async function runValidate(opts: ValidateOptions): Promise<CommandOutcome
   const errors = sorted.filter((f) => f.level === 'Error');
   const badFiles = new Set(errors.map((f) => f.file));
   const badDocuments = new Set(errors.filter((f) => f.index !== undefined).map((f) => `${f.file}#${f.index}`));
+  // A file with warnings is still valid: it says how many, listed with the other findings on standard error.
+  const warningCount = (file: string): number => sorted.filter((f) => f.file === file && f.level === 'Warning').length;
   const stdout = inputs
     .filter((i) => !badFiles.has(i.file))
-    .map((i) => `${JSON.stringify(i.file)} is valid\n`)
+    .map((i) => {
+      const n = warningCount(i.file);
+      return n > 0 ? `${JSON.stringify(i.file)} has warnings: ${plural(n, 'warning')} (Warning: lines on standard error)\n` : `${JSON.stringify(i.file)} is valid\n`;
+    })
     .join('');
   let stderr = sorted.map((f) => `${formatFinding(f)}\n`).join('');
   if (errors.length > 0) {

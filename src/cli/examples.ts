@@ -1,0 +1,176 @@
+/**
+ * The examples each command's help ends with (help.ts attaches them), for the three programs.
+ * Every example must run as written against a cluster with the mesh installed; test/cli/help.test.ts
+ * parses each one with the real program, so a renamed flag or command fails there.
+ */
+import type { Example, ExampleTable } from './help.js';
+
+const ex = (note: string, command: string): Example => ({ note, command });
+
+/** `<program> completion …` examples, the same for every program. */
+function completionExamples(prog: string): ExampleTable {
+  return {
+    completion: [
+      ex('Load completion for bash into the current shell', `source <(${prog} completion bash)`),
+      ex('Install completion for zsh', `${prog} completion zsh > "\${fpath[1]}/_${prog}"`),
+      ex('Load completion for fish', `${prog} completion fish | source`),
+    ],
+    'completion bash': [
+      ex('Load completion into the current shell (needs the bash-completion package)', `source <(${prog} completion bash)`),
+      ex('Install it for every new shell', `${prog} completion bash > /etc/bash_completion.d/${prog}`),
+    ],
+    'completion fish': [
+      ex('Load completion into the current shell', `${prog} completion fish | source`),
+      ex('Install it for every new shell', `${prog} completion fish > ~/.config/fish/completions/${prog}.fish`),
+    ],
+    'completion powershell': [
+      ex('Load completion into the current session', `${prog} completion powershell | Out-String | Invoke-Expression`),
+      ex('Load it in every session from your profile', `${prog} completion powershell >> $PROFILE`),
+    ],
+    'completion zsh': [
+      ex('Load completion into the current shell (needs compinit)', `source <(${prog} completion zsh)`),
+      ex('Install it without descriptions', `${prog} completion zsh --no-descriptions > "\${fpath[1]}/_${prog}"`),
+    ],
+  };
+}
+
+const tagExamples = (prefix: string): ExampleTable => ({
+  [`${prefix}generate`]: [ex('Print the webhook configuration of tag prod pointing at revision canary', `meshctl ${prefix.replace('experimental', 'x')}generate prod -r canary > prod-tag.yaml`)],
+  [`${prefix}list`]: [ex('List tags, their revisions and the namespaces that use them', `meshctl ${prefix.replace('experimental', 'x')}list`)],
+  [`${prefix}remove`]: [ex('Remove tag prod although namespaces still use it', `meshctl ${prefix.replace('experimental', 'x')}remove prod -y`)],
+  [`${prefix}set`]: [
+    ex('Create tag prod for revision canary', `meshctl ${prefix.replace('experimental', 'x')}set prod -r canary`),
+    ex('Point the existing tag prod at revision stable', `meshctl ${prefix.replace('experimental', 'x')}set prod -r stable --overwrite`),
+  ],
+});
+
+export const MESHCTL_EXAMPLES: ExampleTable = {
+  '': [
+    ex('Install the demo profile, then check it', 'meshctl install -y --set profile=demo && meshctl verify-install'),
+    ex('Analyze the mesh configuration of every namespace', 'meshctl analyze -A'),
+  ],
+  analyze: [
+    ex('Analyze the live cluster (the namespace of -n, else default)', 'meshctl analyze -n shop'),
+    ex('Analyze every namespace, showing errors only', 'meshctl analyze -A --output-threshold Error'),
+    ex('Try a change before applying it: the file is laid over the cluster', 'meshctl analyze -n shop reviews-route.yaml'),
+    ex('Analyze a folder of files alone, without a cluster', 'meshctl analyze --use-cluster=false -R config/'),
+    ex('Report as JSON, leaving out one finding', 'meshctl analyze -A -o json -S "MESH0102=VirtualService reviews-route.shop"'),
+    ex('List the analyzers and the codes they report', 'meshctl analyze -L'),
+  ],
+  ...completionExamples('meshctl'),
+  experimental: [
+    ex('Check that the cluster meets the installation requirements', 'meshctl x precheck'),
+    ex('List the installed revisions', 'meshctl x revision list'),
+  ],
+  'experimental precheck': [
+    ex('Check the cluster before installing', 'meshctl x precheck'),
+    ex('Check it for a second control plane of revision canary', 'meshctl x precheck -r canary'),
+  ],
+  'experimental revision': [ex('List revisions with their versions', 'meshctl x revision list -v')],
+  'experimental revision list': [
+    ex('List control-plane and gateway revisions with their tags', 'meshctl x revision list'),
+    ex('The same as JSON', 'meshctl x revision list -o json'),
+  ],
+  'experimental revision describe': [
+    ex('Describe the default revision', 'meshctl x revision describe default'),
+    ex('Describe revision canary with the pods that use it, as JSON', 'meshctl x revision describe canary -v -o json'),
+  ],
+  'experimental revision tag': [ex('List revision tags', 'meshctl x revision tag list')],
+  ...tagExamples('experimental revision tag '),
+  'experimental uninstall': [
+    ex('Remove revision canary', 'meshctl x uninstall -r canary'),
+    ex('Show what removing an installation would delete', 'meshctl x uninstall --dry-run -f my-mesh.yaml'),
+    ex('Remove every revision and the CRDs, without asking', 'meshctl x uninstall --purge -y'),
+  ],
+  install: [
+    ex('Install the default profile without asking', 'meshctl install -y'),
+    ex('Install the demo profile', 'meshctl install -y --set profile=demo'),
+    ex('Install revision canary from a MeshOperator file and verify it', 'meshctl install -f my-mesh.yaml -r canary --verify -y'),
+    ex('Show what would change, changing nothing', 'meshctl install --dry-run --set profile=demo'),
+  ],
+  manifest: [ex('Write the install manifest of the demo profile to a file', 'meshctl manifest generate --set profile=demo > mesh.yaml')],
+  'manifest generate': [
+    ex('Print the install manifest of the default profile', 'meshctl manifest generate > mesh.yaml'),
+    ex('Write one file per component to out/', 'meshctl manifest generate --set profile=demo -o out/'),
+    ex('Only the daemon, for revision canary', 'meshctl manifest generate --component Meshd -r canary'),
+  ],
+  'manifest diff': [
+    ex('Compare two manifests', 'meshctl manifest diff mesh-old.yaml mesh-new.yaml'),
+    ex('Compare two folders, Deployments only', 'meshctl manifest diff -r old/ new/ --select "Deployment:*:*"'),
+  ],
+  'manifest install': [ex('Install the demo profile (the same as meshctl install)', 'meshctl manifest install -y --set profile=demo')],
+  operator: [ex('Install the operator controller', 'meshctl operator init')],
+  'operator dump': [
+    ex('Write the operator controller manifest to a file', 'meshctl operator dump > operator.yaml'),
+    ex('Use an image from your own registry', 'meshctl operator dump --hub registry.example/mesh --tag 0.1.0'),
+  ],
+  'operator init': [
+    ex('Install the operator controller', 'meshctl operator init'),
+    ex('Install it and hand it a MeshOperator to reconcile', 'meshctl operator init -f my-mesh.yaml --watchedNamespaces mesh-system'),
+  ],
+  'operator remove': [
+    ex('Remove the operator controller', 'meshctl operator remove'),
+    ex('Remove it although MeshOperator resources remain', 'meshctl operator remove --force'),
+  ],
+  options: [ex('Show the global flags, the variables and the settings in effect', 'meshctl options')],
+  profile: [ex('List the profiles', 'meshctl profile list')],
+  'profile list': [ex('List the built-in profiles', 'meshctl profile list')],
+  'profile dump': [
+    ex('Print the demo profile', 'meshctl profile dump demo'),
+    ex('Print the daemon part of the default profile as JSON', 'meshctl profile dump -p components.meshd -o json'),
+    ex('Print the --set flags that rebuild a profile', 'meshctl profile dump -o flags demo'),
+  ],
+  'profile diff': [
+    ex('Show what the demo profile changes', 'meshctl profile diff default demo'),
+    ex('Compare a profile with your MeshOperator file', 'meshctl profile diff default my-mesh.yaml'),
+  ],
+  tag: [ex('Create tag prod for revision canary (namespaces labelled mesh.io/rev=prod follow it), then list tags', 'meshctl tag set prod -r canary && meshctl tag list')],
+  ...tagExamples('tag '),
+  upgrade: [
+    ex('Upgrade the control plane in place without asking', 'meshctl upgrade -y'),
+    ex('Show what an upgrade to your MeshOperator file would change', 'meshctl upgrade --dry-run -f my-mesh.yaml'),
+  ],
+  validate: [
+    ex('Validate one file', 'meshctl validate -f reviews-route.yaml'),
+    ex('Validate a folder, with the references between its files', 'meshctl validate -f config/ -x'),
+    ex('Validate what the cluster holds', 'kubectl get virtualservices -A -o yaml | meshctl validate -f -'),
+  ],
+  'verify-install': [
+    ex('Verify the installed control plane', 'meshctl verify-install'),
+    ex('Verify revision canary', 'meshctl verify-install -r canary'),
+    ex('Verify against a MeshOperator file', 'meshctl verify-install -f my-mesh.yaml'),
+  ],
+  version: [
+    ex('Print the client and control-plane versions', 'meshctl version'),
+    ex('Print the client version alone', 'meshctl version --short --remote=false'),
+    ex('Print everything as JSON', 'meshctl version -o json'),
+  ],
+};
+
+export const DISCOVERY_EXAMPLES: ExampleTable = {
+  '': [ex('Serve the example config with the Mock registry', 'mesh-discovery discovery --registries Mock --configDir examples/config')],
+  discovery: [
+    ex('Run against a cluster (the default Cluster registry)', 'mesh-discovery discovery --clusterconfig ~/.kube/config'),
+    ex(
+      'Serve config files with the Mock registry on loopback only',
+      'mesh-discovery discovery --registries Mock --configDir examples/config --grpcAddr 127.0.0.1:15010 --httpAddr 127.0.0.1:8080 --monitoringAddr 127.0.0.1:15014',
+    ),
+    ex('Debug logs of the xDS server, delta xDS on', 'MESH_DELTA_XDS=true mesh-discovery discovery --log_output_level default:info,ads:debug'),
+  ],
+  request: [
+    ex('Sync state of every connected proxy', 'mesh-discovery request GET /debug/syncz'),
+    ex('The metrics', 'mesh-discovery request GET /metrics'),
+  ],
+  version: [ex('Print the build information as YAML', 'mesh-discovery version -o yaml')],
+  ...completionExamples('mesh-discovery'),
+  help: [ex('Show the flags and variables of the daemon', 'mesh-discovery help discovery')],
+};
+
+export const OPERATOR_EXAMPLES: ExampleTable = {
+  '': [ex('Run the controller against your cluster', 'mesh-operator server --clusterconfig ~/.kube/config')],
+  server: [
+    ex('Run the controller as a local process', 'mesh-operator server --watchedNamespaces mesh-system --clusterconfig ~/.kube/config --operatorNamespace mesh-operator'),
+    ex('One replica only, without leader election or metrics', 'mesh-operator server --leaderElect=false --monitoringAddr ""'),
+  ],
+  version: [ex('Print the version alone', 'mesh-operator version --short')],
+};

@@ -1,0 +1,14 @@
+/**
+ * The seam between the ADS server and authentication (docs/adr/0042): the server calls a port's
+ * authorizer once per new stream, with the proxy its first request names, and serves or refuses as
+ * told. This file is all of src/security the transport may see (eslint/layers.mjs, SEAMS); the
+ * implementation is xds-auth.ts, wired per port by the bootstrap.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import type { Proxy } from '../model/proxy.js';
+
+/** Whether a stream may be served; `identity` is shown for the connection in the debug views. */
+export type StreamDecision = { readonly allowed: true; readonly identity?: string } | { readonly allowed: false; readonly code: grpc.status; readonly message: string };
+
+/** Decides whether a stream may be served for the proxy its first request names. */
+export type StreamAuthorizer = (call: grpc.ServerDuplexStream<Buffer, Buffer>, proxy: Proxy) => Promise<StreamDecision>;
