@@ -95,7 +95,8 @@ export class MeshModel {
   private buildContext(): PushContext {
     const version = `${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}/${++this.versionCounter}`;
     const services = this.registry.services();
-    this.autoAddresses = allocateAddresses(services, this.autoAddresses);
+    // only with the feature on: without a name table no agent could learn them (docs/adr/0050)
+    if (this.opts.features.autoAddresses === true) this.autoAddresses = allocateAddresses(services, this.autoAddresses);
     // the previous snapshot lends the new one every derived value its changes do not touch
     const previous = this.versionCounter > 1 ? this.push : undefined;
     const push = PushContext.build({ version, configs: this.store, services, mesh: this.mesh, features: this.opts.features, autoAddresses: this.autoAddresses, previous });
