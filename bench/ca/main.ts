@@ -29,7 +29,7 @@ import { createCaMetrics } from '../../src/ca/metrics.js';
 import { generateKey, privateKeyPem, spkiOf } from '../../src/ca/x509.js';
 import { OtherLoad, sampleProcess } from '../xds/daemon.js';
 import { MeshConfig } from '../xds/mesh-config.js';
-import { clusterName, listenerName } from '../xds/naming.js';
+import { clientSpec, clusterName, listenerName } from '../xds/naming.js';
 import type { DriverCommand, DriverEvent } from '../xds/protocol.js';
 import { percentile, table } from '../xds/stats.js';
 import type { StormCommand, StormEvent } from './storm.js';
@@ -154,14 +154,16 @@ async function main(): Promise<void> {
     children.push(driver.proc);
     const send = (c: DriverCommand): void => void driver.proc.send(c);
     await driver.next('loaded', 30_000);
-    send({ cmd: 'start', addr: `127.0.0.1:${grpc}`, kind: 'grpc', clients: o.clients, services: o.services, streamsPerChannel: 100, windowBytes: 16 << 20, hotPercent: 100, timeoutMs: 120_000 });
+    send({ cmd: 'start', addr: `127.0.0.1:${grpc}`, kind: 'grpc', clients: o.clients, services: o.services, streamsPerChannel: 100, windowBytes: 16 << 20, hotPercent: 100, timeoutMs: 120_000,
+      clientSpecs: Array.from({ length: o.clients }, (_, c) => clientSpec(c, 'grpc', o.services, 100, {})), delta: false });
     const init = await driver.next('initial', 180_000);
     if (init.result.complete < o.clients) throw new Error(`only ${init.result.complete}/${o.clients} xDS clients complete`);
 
     let w = 50;
     const edit = async (): Promise<number[]> => {
       w = w === 50 ? 60 : w === 60 ? 70 : 50;
-      send({ cmd: 'arm', probe: { type: 'rds', key: listenerName(0), mustContain: [`${clusterName(0, 'v1')}=${w}`, `${clusterName(0, 'v2')}=${100 - w}`] }, serviceIndex: 0 });
+      send({ cmd: 'arm', probe: { type: 'rds', key: listenerName(0), mustContain: [`${clusterName(0, 'v1')}=${w}`, `${clusterName(0, 'v2')}=${100 - w}`] }, serviceIndex: 0,
+        expected: Array.from({ length: o.clients }, (_, c) => c) }); // every client dials service 0 (hotPercent 100)
       await driver.next('armed', 10_000);
       const e = mesh.editWeights(0, w, 100 - w);
       const at = process.hrtime.bigint();

@@ -17,7 +17,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { ResourceMemo, TYPE_KEY, TYPE_URL, type ResourceInfo, type TypeKey } from './decode.js';
 import { encodeNames, encodeNodeField, encodeRequest, parseResponse } from './frames.js';
-import { clientNamespace, clientNodeId, grpcTargetIndex, listenerName } from './naming.js';
+import type { ClientSpec } from './protocol.js';
 import type { ArmCommand, ClientKind, DriverCommand, DriverEvent, EditResult, InitialResult, MeasureCommand, PerType, StartCommand } from './protocol.js';
 
 const ADS_METHOD = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
@@ -131,7 +131,7 @@ class Driver {
           }),
         );
       }
-      this.clients.push(new SimClient(this, c, this.cfg.kind, this.channels[this.channels.length - 1]));
+      this.clients.push(new SimClient(this, c, this.cfg.kind, this.cfg.clientSpecs[c], this.channels[this.channels.length - 1]));
       // let the event loop breathe so that early streams are served while later ones open
       if (c % 50 === 49) await new Promise((r) => setImmediate(r));
     }
@@ -176,10 +176,7 @@ class Driver {
 
   arm(cmd: ArmCommand): void {
     const expected = new Set<number>();
-    for (const c of this.clients) {
-      if (c.failed) continue;
-      if (this.cfg.kind === 'sidecar' || grpcTargetIndex(c.idx, this.cfg.services, this.cfg.hotPercent) === cmd.serviceIndex) expected.add(c.idx);
-    }
+    for (const i of cmd.expected) if (this.clients[i] && !this.clients[i].failed) expected.add(i);
     this.window = {
       arm: cmd,
       expected,
@@ -252,24 +249,22 @@ class SimClient {
     private readonly driver: Driver,
     readonly idx: number,
     private readonly kind: ClientKind,
+    spec: ClientSpec,
     channel: grpc.Client,
   ) {
-    const ns = clientNamespace(idx);
-    const metadata: Record<string, unknown> = { NAMESPACE: ns, CLUSTER_ID: 'Kubernetes', LABELS: { app: `client-${idx % 100}` } };
-    if (kind === 'grpc') metadata.GENERATOR = 'grpc';
     this.node = encodeNodeField({
-      id: clientNodeId(idx),
-      cluster: `client-${idx % 100}.${ns}`,
-      metadata,
+      id: spec.id,
+      cluster: spec.cluster,
+      metadata: spec.metadata,
       dynamicParameters: {},
       locality: { region: '', zone: '', subZone: '' },
-      userAgentName: kind === 'grpc' ? 'grpc-node-js' : 'envoy',
+      userAgentName: spec.userAgent,
       userAgentVersion: '0.0.0-bench',
       extensions: [],
       clientFeatures: [],
       listeningAddresses: [],
     });
-    this.target = kind === 'grpc' ? listenerName(grpcTargetIndex(idx, driver.cfg.services, driver.cfg.hotPercent)) : undefined;
+    this.target = spec.target;
     this.call = channel.makeBidiStreamRequest<Buffer, Buffer>(ADS_METHOD, identity, identity, new grpc.Metadata());
     this.call.on('data', (buf: Buffer) => {
       try {

@@ -7,25 +7,38 @@
  * See bench/README.md for what each figure means.
  */
 import { DAEMON_RUNTIME_ENV } from '../../src/install/render/runtime-env.js';
-import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Daemon, OtherLoad, snapshotDaemon, type DaemonBuild, type ProcSample } from './daemon.js';
 import { MeshConfig } from './mesh-config.js';
-import { clusterName, endpointAddress, listenerName } from './naming.js';
+import { children, GoDriver, goLoadGenerator, NodeDriver, type ClientDriver, type DriverKind } from './drivers.js';
+import { clientSpec, clusterName, endpointAddress, grpcTargetIndex, listenerName } from './naming.js';
 import { formatSummary, loadProfile, summarize, type ProfileSummary, type Window } from './profile.js';
-import type { ClientKind, DriverCommand, DriverEvent, EditResult, InitialResult, PerType, Probe } from './protocol.js';
+import type { ClientKind, EditResult, InitialResult, PerType, Probe } from './protocol.js';
 import { fmtKB, fmtMB, fmtSeconds, percentile, table } from './stats.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** bench/dist/xds → repository root. */
 const REPO_ROOT = resolve(HERE, '..', '..', '..');
 
-const TARGET_P99_MS = 1000;
-const TARGET_RSS = 750 * 1024 * 1024;
+/** Targets of issue 18 by workload: VirtualService edit p99, RSS peak, all clients complete. */
+interface Targets {
+  readonly p99Ms: number;
+  readonly rssBytes: number;
+  readonly allCompleteMs: number;
+}
+
+const MB = 1024 * 1024;
+
+/** The target row of a run's shape; the 1,000-service rows also stand for smaller runs. */
+function targetsFor(kind: ClientKind, services: number, vips: boolean): Targets {
+  if (kind === 'grpc') return { p99Ms: 200, rssBytes: 300 * MB, allCompleteMs: 5_000 };
+  if (services > 1000) return { p99Ms: 1000, rssBytes: 1024 * MB, allCompleteMs: 60_000 };
+  return vips ? { p99Ms: 400, rssBytes: 600 * MB, allCompleteMs: 15_000 } : { p99Ms: 500, rssBytes: 600 * MB, allCompleteMs: 15_000 };
+}
 
 interface Options {
   services: number;
@@ -52,6 +65,16 @@ interface Options {
   /** Run the daemon without DAEMON_RUNTIME_ENV. */
   systemMalloc: boolean;
   readyTimeoutS: number;
+  /** Which client driver holds the simulated clients. */
+  driver: DriverKind;
+  /** The Go load generator binary (set by main when driver is go). */
+  goBinary?: string;
+  /** Clients use DeltaAggregatedResources (Go driver only). */
+  delta: boolean;
+  /** Added to every client's node metadata. */
+  nodeMeta: Record<string, string>;
+  /** Repository whose dist/ holds the daemon under test (default: this one). */
+  daemonRepo?: string;
 }
 
 const USAGE = `usage: npm run bench:xds -- [options]
@@ -70,7 +93,11 @@ const USAGE = `usage: npm run bench:xds -- [options]
   --daemon-env K=V        extra environment for the daemon (repeatable), e.g. DISC_PUSH_THROTTLE=200
   --system-malloc         run the daemon without the allocator settings it is deployed with (src/install/render/runtime-env.ts)
   --cpu-prof              run the daemon with --cpu-prof and print per-phase top functions
-  --keep                  keep the run directory (config, daemon log, profile)`;
+  --keep                  keep the run directory (config, daemon log, profile)
+  --driver go|node        client driver: the Go load generator tools/xds-load (built by scripts/build-go-tools.sh) or the one-process Node driver [go]
+  --delta                 clients use delta xDS (DeltaAggregatedResources; --driver go only; the daemon needs MESH_DELTA_XDS=true)
+  --node-meta K=V         add K=V to every client's node metadata (repeatable), e.g. DNS_CAPTURE=true
+  --daemon-repo DIR       measure the daemon built in DIR (its dist/) instead of this checkout's, e.g. a clone of main for before/after`;
 
 function parseArgs(argv: ReadonlyArray<string>): Options {
   const o: Options = {
@@ -92,6 +119,9 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
     daemonEnv: {},
     systemMalloc: false,
     readyTimeoutS: 120,
+    driver: 'go',
+    delta: false,
+    nodeMeta: {},
   };
   const num = (flag: string, v: string | undefined): number => {
     const n = Number(v);
@@ -162,6 +192,28 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
       case '--keep':
         o.keep = true;
         break;
+      case '--driver': {
+        const v = next();
+        if (v !== 'go' && v !== 'node') throw new Error(`--driver must be go or node, got ${v ?? 'nothing'}`);
+        o.driver = v;
+        break;
+      }
+      case '--delta':
+        o.delta = true;
+        break;
+      case '--node-meta': {
+        const kv = next() ?? '';
+        const eq = kv.indexOf('=');
+        if (eq <= 0) throw new Error(`--node-meta needs KEY=VALUE, got ${kv}`);
+        o.nodeMeta[kv.slice(0, eq)] = kv.slice(eq + 1);
+        break;
+      }
+      case '--daemon-repo': {
+        const v = next();
+        if (!v) throw new Error('--daemon-repo needs a directory');
+        o.daemonRepo = resolve(v);
+        break;
+      }
       case '-h':
       case '--help':
         console.log(USAGE);
@@ -171,89 +223,18 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
         throw new Error(`unknown option ${a}\n${USAGE}`);
     }
   }
+  if (o.delta && o.driver !== 'go') throw new Error('--delta needs --driver go');
   return o;
 }
 
 // ---------------------------------------------------------------------------------------------
-// The client driver process
-
-/** Children to end when the runner is interrupted. */
-const children = new Set<() => void>();
+// Interruption
 
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, () => {
     for (const kill of children) kill();
     process.exit(130);
   });
-}
-
-class DriverProcess {
-  private readonly child: ChildProcess;
-  private readonly unregister: () => void;
-  private readonly queue: DriverEvent[] = [];
-  private waiter: (() => void) | undefined;
-  private exitInfo: string | undefined;
-
-  /** `driverJs`: the driver in the snapshot (see snapshotDaemon). */
-  constructor(driverJs: string) {
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'NODE_OPTIONS') env[k] = v;
-    this.child = fork(driverJs, [], { env, execArgv: ['--max-old-space-size=4096'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    this.child.on('message', (m: DriverEvent) => {
-      this.queue.push(m);
-      this.waiter?.();
-    });
-    const kill = (): void => void this.child.kill('SIGKILL');
-    children.add(kill);
-    this.unregister = () => children.delete(kill);
-    this.child.on('exit', (code, signal) => {
-      this.exitInfo = `driver exited (code ${code ?? '-'}, signal ${signal ?? '-'})`;
-      this.unregister();
-      this.waiter?.();
-    });
-  }
-
-  get pid(): number {
-    return this.child.pid ?? -1;
-  }
-
-  send(cmd: DriverCommand): void {
-    this.child.send(cmd);
-  }
-
-  /** The next event of the given kind (others are dropped); rejects on timeout, driver exit or a fatal error. */
-  async next<E extends DriverEvent['ev']>(ev: E, timeoutMs: number): Promise<Extract<DriverEvent, { ev: E }>> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      while (this.queue.length > 0) {
-        const m = this.queue.shift()!;
-        if (m.ev === 'fatal') throw new Error(`driver failed: ${m.message}`);
-        if (m.ev === ev) return m as Extract<DriverEvent, { ev: E }>;
-      }
-      if (this.exitInfo) throw new Error(this.exitInfo);
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`driver: no '${ev}' within ${timeoutMs} ms`);
-      await new Promise<void>((r) => {
-        const t = setTimeout(r, left);
-        this.waiter = () => {
-          clearTimeout(t);
-          r();
-        };
-      });
-      this.waiter = undefined;
-    }
-  }
-
-  async stop(): Promise<void> {
-    if (this.exitInfo) return;
-    try {
-      this.send({ cmd: 'stop' });
-      await this.next('stopped', 10_000);
-    } catch {
-      // fall through to kill
-    }
-    if (!this.exitInfo) this.child.kill('SIGKILL');
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -279,6 +260,11 @@ export interface RunResult {
   readonly clients: number;
   readonly hotPercent?: number;
   readonly vips?: boolean;
+  readonly driver?: DriverKind;
+  readonly delta?: boolean;
+  readonly nodeMeta?: Readonly<Record<string, string>>;
+  /** 1-minute load average of the machine when the run started. */
+  readonly loadAvg1m?: number;
   readonly build?: DaemonBuild;
   readonly error?: string;
   readonly readyMs?: number;
@@ -349,14 +335,16 @@ async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<
 async function runEdit(
   label: string,
   daemon: Daemon,
-  driver: DriverProcess,
+  driver: ClientDriver,
   probe: Probe,
   serviceIndex: number,
   edit: { file: string; commit: () => Promise<void> },
   o: Options,
   timeoutS: number,
 ): Promise<EditFigures> {
-  driver.send({ cmd: 'arm', probe, serviceIndex });
+  const expected: number[] = [];
+  for (let c = 0; c < o.clients; c++) if (o.kind === 'sidecar' || grpcTargetIndex(c, o.services, o.hotPercent) === serviceIndex) expected.push(c);
+  driver.send({ cmd: 'arm', probe, serviceIndex, expected });
   await driver.next('armed', 10_000);
   const before = daemon.sample();
   const load = new OtherLoad([daemon.pid, driver.pid, process.pid]);
@@ -371,7 +359,9 @@ async function runEdit(
   return { label, file: edit.file, result, daemonCpuS: after.cpuS - before.cpuS, otherCores: load.cores(), maxReadyMs, p50Ms: percentile(l, 50), p99Ms: percentile(l, 99), maxMs: l.length ? l[l.length - 1] : NaN };
 }
 
-async function runOnce(services: number, clients: number, o: Options): Promise<RunResult> {
+async function runOnce(services: number, clients: number, opts: Options): Promise<RunResult> {
+  const o: Options = { ...opts, services, clients };
+  const loadAvg1m = loadavg()[0];
   const started = Date.now();
   /** A phase's timeout: its own limit, cut to what is left of the run limit (at least 10 s). */
   const limit = (ownS: number): number => (o.runLimitS === undefined ? ownS : Math.max(10, Math.min(ownS, o.runLimitS - (Date.now() - started) / 1000)));
@@ -384,7 +374,7 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
   await mesh.writeAll();
   const windows: Window[] = [];
   let daemon: Daemon | undefined;
-  let driver: DriverProcess | undefined;
+  let driver: ClientDriver | undefined;
   const partial: { -readonly [K in keyof RunResult]?: RunResult[K] } = {};
   let error: string | undefined;
   let killDaemon: (() => void) | undefined;
@@ -422,13 +412,14 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
     const before: ProcSample = d.sample();
     partial.rssBefore = before.rss;
 
-    driver = new DriverProcess(join(o.build.root, 'bench', 'dist', 'xds', 'driver.js'));
+    driver = o.driver === 'go' ? new GoDriver(o.goBinary!) : new NodeDriver(join(o.build.root, 'bench', 'dist', 'xds', 'driver.js'));
     await driver.next('loaded', 30_000);
     const t1 = nowUs();
     const initialS = limit(o.initialTimeoutS);
     const load = new OtherLoad([d.pid, driver.pid, process.pid]);
     const probeReady = d.responsiveness();
-    driver.send({ cmd: 'start', addr: d.grpcAddr, kind: o.kind, clients, services, streamsPerChannel: o.streamsPerChannel, windowBytes: o.windowBytes, hotPercent: o.hotPercent, timeoutMs: initialS * 1000 });
+    const clientSpecs = Array.from({ length: clients }, (_, c) => clientSpec(c, o.kind, services, o.hotPercent, o.nodeMeta));
+    driver.send({ cmd: 'start', addr: d.grpcAddr, kind: o.kind, clients, services, streamsPerChannel: o.streamsPerChannel, windowBytes: o.windowBytes, hotPercent: o.hotPercent, timeoutMs: initialS * 1000, clientSpecs, delta: o.delta });
     const { result: init } = await driver.next('initial', initialS * 1000 + 60_000);
     const after = d.sample();
     // the daemon may still be working through what the clients sent last (their final ACKs)
@@ -509,7 +500,7 @@ async function runOnce(services: number, clients: number, o: Options): Promise<R
   }
   const keep = o.keep || o.cpuProf || error !== undefined;
   if (!keep) await rm(runDir, { recursive: true, force: true });
-  return { kind: o.kind, services, clients, hotPercent: o.hotPercent, vips: o.vips, build: o.build, ...partial, error, totalS: (Date.now() - started) / 1000, waitsS: waitsMs / 1000, runDir: keep ? runDir : undefined };
+  return { kind: o.kind, services, clients, hotPercent: o.hotPercent, vips: o.vips, driver: o.driver, delta: o.delta, nodeMeta: o.nodeMeta, loadAvg1m, build: o.build, ...partial, error, totalS: (Date.now() - started) / 1000, waitsS: waitsMs / 1000, runDir: keep ? runDir : undefined };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -543,6 +534,7 @@ function printRun(r: RunResult): void {
       ['initial: all clients complete (wall)', `${fmtSeconds(i.wallMs)} s (${i.complete}/${i.clients} complete, ${i.failedStreams} failed, streams opened in ${fmtSeconds(i.openMs)} s)`],
       ['initial: per client open → complete p50 / p99 / max', `${fmtSeconds(i.p50Ms)} / ${fmtSeconds(i.p99Ms)} / ${fmtSeconds(i.maxMs)} s`],
       ['initial: daemon CPU', `${(r.daemonCpuInitialS ?? NaN).toFixed(2)} s until all complete, ${(r.daemonCpuUntilIdleS ?? NaN).toFixed(2)} s until idle (driver CPU ${i.driverCpuS.toFixed(2)} s; other processes ${(r.otherCoresInitial ?? NaN).toFixed(2)} cores)`],
+      ['initial: daemon CPU per proxy', `${(((r.daemonCpuUntilIdleS ?? NaN) / r.clients) * 1000).toFixed(2)} ms (until idle / clients)`],
       ['initial: daemon busy after the last client completed', `${fmtSeconds(r.busyAfterInitialMs ?? NaN)} s (processing the clients' last ACKs)`],
       ['initial: longest daemon /ready answer time', `${fmtSeconds(r.maxReadyInitialMs ?? NaN, 3)} s`],
       ['initial: responses by type', perType(i.responses)],
@@ -558,13 +550,15 @@ function printRun(r: RunResult): void {
   }
   rows.push(...editRows(r.editVs, 'VS edit'), ...editRows(r.editEds, 'EDS edit'));
   if (r.editVs && r.rssPeak !== undefined) {
-    rows.push(['target: one edit p99 ≤ 1 s', `${pass(r.editVs.p99Ms <= TARGET_P99_MS && r.editVs.result.latenciesMs.length === r.editVs.result.expected)} (${fmtSeconds(r.editVs.p99Ms, 3)} s)`]);
-    rows.push(['target: daemon RSS ≤ 750 MB', `${pass((r.rssPeak ?? Infinity) <= TARGET_RSS)} (peak ${fmtMB(r.rssPeak)} MB)`]);
+    const t = targetsFor(r.kind, r.services, r.vips === true);
+    rows.push([`target: VS edit p99 ≤ ${fmtSeconds(t.p99Ms, 1)} s`, `${pass(r.editVs.p99Ms <= t.p99Ms && r.editVs.result.latenciesMs.length === r.editVs.result.expected)} (${fmtSeconds(r.editVs.p99Ms, 3)} s)`]);
+    rows.push([`target: daemon RSS peak ≤ ${fmtMB(t.rssBytes)} MB`, `${pass((r.rssPeak ?? Infinity) <= t.rssBytes)} (peak ${fmtMB(r.rssPeak)} MB)`]);
+    if (r.initial) rows.push([`target: all clients complete ≤ ${fmtSeconds(t.allCompleteMs, 0)} s`, `${pass(r.initial.wallMs <= t.allCompleteMs && r.initial.complete === r.clients)} (${fmtSeconds(r.initial.wallMs)} s)`]);
   }
   if (r.error) rows.push(['ERROR', r.error]);
   if (r.runDir) rows.push(['run directory (kept)', r.runDir]);
   rows.push(['bench run time', `${r.totalS.toFixed(1)} s`]);
-  console.log(`\nxDS benchmark — kind=${r.kind} services=${r.services} clients=${r.clients}${r.vips ? ' vips' : ''}${r.kind === 'grpc' && r.hotPercent ? ` (${r.hotPercent}% dial the edited service)` : ''} (${cpus().length} cores, node ${process.version})`);
+  console.log(`\nxDS benchmark — kind=${r.kind} services=${r.services} clients=${r.clients}${r.vips ? ' vips' : ''} driver=${r.driver ?? 'node'}${r.delta ? ' delta' : ''}${Object.keys(r.nodeMeta ?? {}).length ? ` node-meta ${JSON.stringify(r.nodeMeta)}` : ''} load ${(r.loadAvg1m ?? NaN).toFixed(2)}${r.kind === 'grpc' && r.hotPercent ? ` (${r.hotPercent}% dial the edited service)` : ''} (${cpus().length} cores, node ${process.version})`);
   console.log(table(['figure', 'value'], rows, true));
   for (const p of r.profile ?? []) console.log(`\n${formatSummary(p, 15)}`);
 }
@@ -596,6 +590,10 @@ function jsonOf(r: RunResult): Record<string, unknown> {
     clients: r.clients,
     grpc_hot_percent: r.kind === 'grpc' ? r.hotPercent : undefined,
     vips: r.vips,
+    driver: r.driver,
+    delta: r.delta,
+    node_meta: r.nodeMeta,
+    load_avg_1m: r.loadAvg1m,
     cores: cpus().length,
     node: process.version,
     daemon_git: r.build?.gitHead,
@@ -613,6 +611,7 @@ function jsonOf(r: RunResult): Record<string, unknown> {
       bytes: r.initial.bytes,
       daemon_cpu_s: round(r.daemonCpuInitialS, 3),
       daemon_cpu_until_idle_s: round(r.daemonCpuUntilIdleS, 3),
+      daemon_cpu_ms_per_proxy: round(((r.daemonCpuUntilIdleS ?? NaN) / r.clients) * 1000, 3),
       busy_after_ms: round(r.busyAfterInitialMs),
       driver_cpu_s: round(r.initial.driverCpuS, 3),
       other_cores: round(r.otherCoresInitial, 2),
@@ -701,7 +700,8 @@ async function main(): Promise<void> {
   const snapDir = await mkdtemp(join(tmpdir(), 'mesh-bench-xds-daemon-'));
   children.add(() => rmSync(snapDir, { recursive: true, force: true }));
   try {
-    o.build = await snapshotDaemon(REPO_ROOT, HERE, snapDir);
+    o.build = await snapshotDaemon(o.daemonRepo ?? REPO_ROOT, HERE, snapDir);
+    if (o.driver === 'go') o.goBinary = goLoadGenerator(REPO_ROOT);
     console.log(describeBuild(o.build));
     await runAll(o);
   } finally {
@@ -745,7 +745,7 @@ async function runAll(o: Options): Promise<void> {
     printRun(r);
     results.push(r);
   }
-  console.log(`\nxDS benchmark matrix — kind=${o.kind} (${cpus().length} cores, node ${process.version}); targets: 1000×2000 one-edit p99 ≤ 1 s, RSS ≤ 750 MB`);
+  console.log(`\nxDS benchmark matrix — kind=${o.kind} (${cpus().length} cores, node ${process.version}); targets: issue 18 (see README)`);
   if (o.build) console.log(describeBuild(o.build));
   console.log(summaryTable(results));
   console.log(JSON.stringify(results.map((r) => (r.skipped ? { bench: 'xds', kind: r.kind, services: r.services, clients: r.clients, skipped: r.skipped } : jsonOf(r)))));

@@ -1,4 +1,5 @@
-/** Names and addresses of the synthetic mesh, shared by the config generator and the client driver. */
+/** Names and addresses of the synthetic mesh, shared by the config generator and the client drivers. */
+import type { ClientKind, ClientSpec } from './protocol.js';
 
 export const NAMESPACES = 10;
 export const DOMAIN = 'cluster.local';
@@ -74,4 +75,21 @@ export function listenerName(i: number): string {
 
 export function clusterName(i: number, subset = ''): string {
   return `outbound|${HTTP_PORT}|${subset}|${serviceHost(i)}`;
+}
+
+/**
+ * Node id, node metadata and (grpc) dial target of client `c`. `extraMetadata` is added to every
+ * client's node metadata (`--node-meta`, e.g. DNS_CAPTURE for sidecars whose agent resolves names).
+ */
+export function clientSpec(c: number, kind: ClientKind, services: number, hotPercent: number, extraMetadata: Readonly<Record<string, string>>): ClientSpec {
+  const ns = clientNamespace(c);
+  const metadata: Record<string, unknown> = { NAMESPACE: ns, CLUSTER_ID: 'Kubernetes', LABELS: { app: `client-${c % 100}` }, ...extraMetadata };
+  if (kind === 'grpc') metadata.GENERATOR = 'grpc';
+  return {
+    id: clientNodeId(c),
+    cluster: `client-${c % 100}.${ns}`,
+    metadata,
+    userAgent: kind === 'grpc' ? 'grpc-node-js' : 'envoy',
+    target: kind === 'grpc' ? listenerName(grpcTargetIndex(c, services, hotPercent)) : undefined,
+  };
 }

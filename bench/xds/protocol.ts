@@ -3,6 +3,16 @@ import type { TypeKey } from './decode.js';
 
 export type ClientKind = 'sidecar' | 'grpc';
 
+/** One simulated client as the runner names it (naming.ts `clientSpec`). */
+export interface ClientSpec {
+  readonly id: string;
+  readonly cluster: string;
+  readonly metadata: Record<string, unknown>;
+  readonly userAgent: string;
+  /** grpc: the listener the client dials (`host:port`). */
+  readonly target?: string;
+}
+
 export interface StartCommand {
   readonly cmd: 'start';
   /** `127.0.0.1:<port>` of the daemon's xDS listener. */
@@ -17,6 +27,10 @@ export interface StartCommand {
   readonly hotPercent: number;
   /** Give up waiting for complete configs after this long. */
   readonly timeoutMs: number;
+  /** Every client (the Go load generator names none itself; the Node driver ignores it). */
+  readonly clientSpecs: ReadonlyArray<ClientSpec>;
+  /** DeltaAggregatedResources instead of StreamAggregatedResources (Go load generator only). */
+  readonly delta: boolean;
 }
 
 /** What "the change arrived" means: a signature of a resource of one type contains every string. */
@@ -32,6 +46,8 @@ export interface ArmCommand {
   readonly probe: Probe;
   /** Index of the service whose config changes (proxyless clients watching it are expected to receive it). */
   readonly serviceIndex: number;
+  /** Indexes of the clients expected to receive the change (computed by the runner). */
+  readonly expected: ReadonlyArray<number>;
 }
 
 export interface MeasureCommand {

@@ -1,3 +1,4 @@
+import { recordEndpointDep, type EndpointSource } from './derived.js';
 import type { Endpoint } from './service.js';
 
 export interface HostEndpoints {
@@ -6,13 +7,23 @@ export interface HostEndpoints {
   readonly endpoints: ReadonlyArray<Endpoint>;
 }
 
+const NO_HOSTS: ReadonlySet<string> = new Set();
 const EMPTY: HostEndpoints = Object.freeze({ version: 0, endpoints: Object.freeze([]) as ReadonlyArray<Endpoint> });
+
+/** How far back an index remembers which hosts changed (older derived values are rebuilt). */
+const HISTORY = 16;
 
 /**
  * Immutable endpoints by hostname. Each update returns a new index sharing unchanged entries, so a
  * push in flight keeps the view it started with while endpoint-only changes skip the snapshot rebuild.
+ * An index remembers which hosts changed in its last HISTORY updates, so that values derived from an
+ * older index can be kept when the hosts they read did not change (`changedSince`); reads are
+ * recorded as dependencies of the derived value being computed (model/derived.ts).
  */
-export class EndpointIndex {
+export class EndpointIndex implements EndpointSource {
+  /** The index this one was made from and the hosts that changed; cut after HISTORY steps. */
+  private parent: { readonly index: EndpointIndex; readonly changed: ReadonlyArray<string> } | undefined;
+
   private constructor(
     private readonly hosts: ReadonlyMap<string, HostEndpoints>,
     private readonly nextVersion: number,
@@ -23,7 +34,18 @@ export class EndpointIndex {
   }
 
   get(hostname: string): HostEndpoints {
+    recordEndpointDep(this, hostname);
     return this.hosts.get(hostname) ?? EMPTY;
+  }
+
+  changedSince(older: EndpointSource): ReadonlySet<string> | undefined {
+    if (older === this) return NO_HOSTS;
+    const out = new Set<string>();
+    for (let p = this.parent; p; p = p.index.parent) {
+      for (const h of p.changed) out.add(h);
+      if (p.index === older) return out;
+    }
+    return undefined;
   }
 
   /** Grows with every change to any host's endpoints. */
@@ -53,7 +75,13 @@ export class EndpointIndex {
       changed.push(host);
     }
     if (changed.length === 0) return { index: this, changed };
-    return { index: new EndpointIndex(next, version), changed };
+    const index = new EndpointIndex(next, version);
+    index.parent = { index: this, changed };
+    // forget the oldest step, so that at most HISTORY older indexes stay reachable
+    let cur: EndpointIndex | undefined = index;
+    for (let i = 0; i < HISTORY && cur; i++) cur = cur.parent?.index;
+    if (cur) cur.parent = undefined;
+    return { index, changed };
   }
 
   /** Sum of endpoints, for metrics. */

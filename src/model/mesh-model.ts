@@ -11,6 +11,7 @@ import { pushRequest, type PushRequest } from './push-request.js';
 import { EndpointIndex } from './endpoint-index.js';
 import type { MeshSettings } from './mesh-settings.js';
 import { PushContext, type FeatureFlags } from './push-context.js';
+import { allocateAddresses } from './address-allocation.js';
 import type { RegistryEvent, ServiceRegistry } from './registry.js';
 import type { Endpoint } from './service.js';
 import { diagnosticText } from './policy/diagnostics.js';
@@ -28,6 +29,8 @@ const REGISTRY_KINDS = new Set(['ServiceEntry', 'WorkloadEntry']);
 export class MeshModel {
   private push: PushContext;
   private endpoints = EndpointIndex.empty();
+  /** Automatic addresses of hosts without one, kept across snapshots (address-allocation.ts). */
+  private autoAddresses: ReadonlyMap<string, string> = new Map();
   private versionCounter = 0;
   private readonly debouncer: Debouncer;
   private readonly edsDebouncer: Debouncer;
@@ -94,7 +97,12 @@ export class MeshModel {
 
   private buildContext(): PushContext {
     const version = `${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}/${++this.versionCounter}`;
-    const push = PushContext.build({ version, configs: this.store, services: this.registry.services(), mesh: this.mesh, features: this.opts.features });
+    const services = this.registry.services();
+    // only with the feature on: without a name table no agent could learn them (docs/adr/0050)
+    if (this.opts.features.autoAddresses === true) this.autoAddresses = allocateAddresses(services, this.autoAddresses);
+    // the previous snapshot lends the new one every derived value its changes do not touch
+    const previous = this.versionCounter > 1 ? this.push : undefined;
+    const push = PushContext.build({ version, configs: this.store, services, mesh: this.mesh, features: this.opts.features, autoAddresses: this.autoAddresses, previous });
     this.metrics.services.set(push.services.length);
     this.logPolicyDiagnostics(push);
     const shadowed = this.registry.shadowedServices?.() ?? [];

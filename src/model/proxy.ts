@@ -18,6 +18,12 @@ export interface Proxy {
   readonly locality: Locality;
   readonly serviceAccount: string;
   readonly workloadGroup?: string;
+  /**
+   * The proxy's agent answers DNS for mesh hostnames with automatically allocated addresses (node
+   * metadata DNS_CAPTURE and DNS_AUTO_ALLOCATE both "true"): hosts without addresses are routed by
+   * their allocated address (model/address-allocation.ts).
+   */
+  readonly dnsAutoAllocate: boolean;
   readonly metadata: Readonly<Record<string, unknown>>;
 }
 
@@ -62,6 +68,12 @@ export function parseProxy(nodeId: string, metadata: Record<string, unknown>, lo
     locality: loc,
     serviceAccount: str('SERVICE_ACCOUNT') ?? '',
     workloadGroup: str('WORKLOAD_GROUP'),
+    dnsAutoAllocate: isTrue(metadata.DNS_CAPTURE) && isTrue(metadata.DNS_AUTO_ALLOCATE),
     metadata,
   });
+}
+
+/** Node metadata booleans arrive as strings (environment variables) or booleans. */
+function isTrue(v: unknown): boolean {
+  return v === true || (typeof v === 'string' && v.toLowerCase() === 'true');
 }

@@ -1,5 +1,6 @@
 import type { ConfigObject, ConfigStore } from '../config/types.js';
 import type { DestinationRule, Gateway, HTTPRoute, Sidecar, VirtualService } from '../config/spec-types.js';
+import { ChangeSet, Dep, DerivedMemo, recordDep, type DepKey, type EndpointSource } from './derived.js';
 import { hostMatches, hostSpecificity, resolveHost, visibleTo } from './host.js';
 import type { MeshSettings } from './mesh-settings.js';
 import type { Proxy } from './proxy.js';
@@ -30,6 +31,12 @@ export interface FeatureFlags {
   readonly virtualServiceDelegate: boolean;
   readonly destinationRuleInheritance: boolean;
   readonly scopeGatewayToNamespace: boolean;
+  /**
+   * Automatic addresses for ServiceEntry hosts without one, routed by address for sidecars whose
+   * agent resolves names (model/address-allocation.ts). Off in the daemon: it serves no name table
+   * yet, so an agent could not learn the addresses (docs/adr/0050). Tests and the model turn it on.
+   */
+  readonly autoAddresses?: boolean;
 }
 
 export const DEFAULT_FEATURES: FeatureFlags = Object.freeze({
@@ -44,6 +51,13 @@ export interface PushContextInput {
   readonly services: ReadonlyArray<Service>;
   readonly mesh: MeshSettings;
   readonly features?: FeatureFlags;
+  /** Automatic addresses by hostname (model/address-allocation.ts); none when absent. */
+  readonly autoAddresses?: ReadonlyMap<string, string>;
+  /**
+   * The snapshot this one follows: values derived from it that read nothing the differences touch
+   * are carried over (model/derived.ts).
+   */
+  readonly previous?: PushContext;
 }
 
 const byCreation = (a: ConfigObject, b: ConfigObject): number =>
@@ -54,13 +68,17 @@ const byCreation = (a: ConfigObject, b: ConfigObject): number =>
 /**
  * The immutable view of configuration and services that one push works on. Built once per full
  * push; endpoints live outside it (see EndpointIndex) so endpoint-only changes keep it.
+ *
+ * Its lookups record what they read as dependency keys of the derived value being computed
+ * (model/derived.ts), and a snapshot built after another one knows which keys the differences
+ * between them touch (`changes`), so that derived values that read nothing else are carried over.
  */
 export class PushContext {
-  readonly version: string;
+  private readonly versionString: string;
   readonly mesh: MeshSettings;
   readonly features: FeatureFlags;
   /** All services, sorted by hostname then namespace. */
-  readonly services: ReadonlyArray<Service>;
+  private readonly allServices: ReadonlyArray<Service>;
   private readonly servicesByHost = new Map<string, Service[]>();
   private readonly vsByGateway = new Map<string, ResolvedVirtualService[]>();
   /** Mesh-bound VirtualServices by exact host, and those with a wildcard host (creation order). */
@@ -71,22 +89,34 @@ export class PushContext {
   private readonly destinationRulesByNamespace = new Map<string, HostIndex<ResolvedDestinationRule>>();
   /** Rules with a workload selector make the lookup depend on the client's labels (no sharing). */
   private readonly destinationRulesSelectWorkloads: boolean;
-  readonly gateways: ReadonlyArray<ConfigObject<Gateway>>;
+  private readonly gatewayList: ReadonlyArray<ConfigObject<Gateway>>;
   private readonly sidecars: ReadonlyArray<ConfigObject<Sidecar>>;
-  /** Per-push memo for derived, proxy-independent values (scoped service lists, route tables). */
-  readonly memo = new Map<string, unknown>();
+  /** Values derived from this snapshot, with what they read (scoped service lists, route tables). */
+  readonly derived: DerivedMemo;
+  /** What differs from the snapshot this one follows (ChangeSet.ALL for the first one). */
+  readonly changes: ChangeSet;
   readonly virtualServiceCount: number;
   /** True when some route matches on the client's labels or namespace: routes are then per client. */
   readonly usesSourceMatch: boolean;
   /** Security policies by workload (docs/adr/0080). */
   readonly policies: PolicyIndex;
+  /** Resolved VirtualServices by their source object (change sets). */
+  private readonly resolvedBySource = new Map<ConfigObject<VirtualService>, ResolvedVirtualService>();
+  private readonly sources: { readonly vs: ReadonlyArray<ConfigObject<VirtualService>>; readonly dr: ReadonlyArray<ConfigObject<DestinationRule>> };
+  private readonly autoAddresses: ReadonlyMap<string, string>;
+  /**
+   * The security policies (PeerAuthentication, AuthorizationPolicy, RequestAuthentication) as listed:
+   * generators read them through `policies`, outside dependency tracking, so a change to any of them
+   * makes the next snapshot derive everything anew (changesBetween).
+   */
+  private readonly securitySources: ReadonlyArray<ReadonlyArray<ConfigObject<unknown>>>;
 
   private constructor(input: PushContextInput) {
-    this.version = input.version;
+    this.versionString = input.version;
     this.mesh = input.mesh;
     this.features = input.features ?? DEFAULT_FEATURES;
-    const sorted = [...input.services].sort((a, b) => a.hostname.localeCompare(b.hostname) || a.namespace.localeCompare(b.namespace));
-    this.services = sorted;
+    const sorted = [...input.services].sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : 0));
+    this.allServices = sorted;
     for (const s of sorted) {
       const list = this.servicesByHost.get(s.hostname);
       if (list) list.push(s);
@@ -94,9 +124,11 @@ export class PushContext {
     }
     const vss = [...input.configs.list<VirtualService>('VirtualService')].sort(byCreation);
     this.virtualServiceCount = vss.length;
+    const drs = [...input.configs.list<DestinationRule>('DestinationRule')].sort(byCreation);
+    this.sources = { vs: vss, dr: drs };
     this.usesSourceMatch = vss.some((vs) => (vs.spec.http ?? []).some((r) => (r.match ?? []).some((m) => m.sourceLabels || m.sourceNamespace)));
     this.indexVirtualServices(vss);
-    this.destinationRules = [...input.configs.list<DestinationRule>('DestinationRule')].sort(byCreation).map((c) => ({
+    this.destinationRules = drs.map((c) => ({
       source: c,
       namespace: c.meta.namespace,
       host: resolveHost(c.spec.host ?? '', c.meta.namespace, this.mesh.domain),
@@ -113,13 +145,60 @@ export class PushContext {
       if (isWildcard(dr.host)) index.wildcard.push(dr);
       else pushTo(index.exact, dr.host, dr);
     }
-    this.gateways = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
+    this.autoAddresses = input.autoAddresses ?? new Map();
+    this.gatewayList = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
     this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
     this.policies = new PolicyIndex({ configs: input.configs, mesh: this.mesh });
+    this.securitySources = SECURITY_KINDS.map((k) => input.configs.list<unknown>(k));
+    this.changes = input.previous ? changesBetween(input.previous, this) : ChangeSet.ALL;
+    this.derived = new DerivedMemo(input.previous ? { memo: input.previous.derived, changes: this.changes } : undefined);
   }
 
   static build(input: PushContextInput): PushContext {
     return new PushContext(input);
+  }
+
+  /** The snapshot's version; values that embed it depend on every snapshot. */
+  get version(): string {
+    recordDep(Dep.version);
+    return this.versionString;
+  }
+
+  /** All services, sorted by hostname then namespace. */
+  get services(): ReadonlyArray<Service> {
+    recordDep(Dep.allServices);
+    return this.allServices;
+  }
+
+  /**
+   * The addresses through which `proxy` reaches `service`: those the service declares, else, for a
+   * proxy whose agent resolves names to automatic addresses, the service's automatic one.
+   */
+  serviceAddresses(service: Service, proxy: Pick<Proxy, 'dnsAutoAllocate'>): ReadonlyArray<string> {
+    if (service.addresses.length > 0 || !proxy.dnsAutoAllocate) return service.addresses;
+    recordDep(Dep.service(service.hostname));
+    const a = this.autoAddresses.get(service.hostname);
+    return a ? [a] : [];
+  }
+
+  /** The automatic address of a hostname, if it has one (name tables). */
+  autoAddress(hostname: string): string | undefined {
+    recordDep(Dep.service(hostname));
+    return this.autoAddresses.get(hostname);
+  }
+
+  /**
+   * Key under which proxies get the same listeners and routes: the scope, and whether hosts without
+   * addresses are routed by their automatic addresses.
+   */
+  routingScopeKey(proxy: Proxy): string {
+    return proxy.dnsAutoAllocate && this.autoAddresses.size > 0 ? `${this.scopeKey(proxy)}|dns` : this.scopeKey(proxy);
+  }
+
+  /** Gateway resources, oldest first. */
+  get gateways(): ReadonlyArray<ConfigObject<Gateway>> {
+    recordDep(Dep.gateways);
+    return this.gatewayList;
   }
 
   private indexVirtualServices(vss: ReadonlyArray<ConfigObject<VirtualService>>): void {
@@ -142,6 +221,7 @@ export class PushContext {
         http: this.mergeDelegates(vs.spec.http ?? [], ns, delegates),
         spec: vs.spec,
       };
+      this.resolvedBySource.set(vs, resolved);
       for (const g of gateways) pushTo(this.vsByGateway, g, resolved);
       if (gateways.includes('mesh')) {
         for (const h of new Set(resolved.hosts.filter((x) => !isWildcard(x)))) pushTo(this.meshVsByHost, h, resolved);
@@ -194,11 +274,13 @@ export class PushContext {
 
   /** Services with this hostname (one per namespace that defines it). */
   servicesForHost(hostname: string): ReadonlyArray<Service> {
+    recordDep(Dep.service(hostname));
     return this.servicesByHost.get(hostname) ?? [];
   }
 
   /** The service a client in `namespace` reaches for `hostname`: its own namespace's first, then the oldest visible. */
   serviceForHost(hostname: string, namespace: string): Service | undefined {
+    recordDep(Dep.service(hostname));
     const list = this.servicesByHost.get(hostname);
     if (!list) return undefined;
     return list.find((s) => s.namespace === namespace && this.serviceVisible(s, namespace)) ?? list.find((s) => this.serviceVisible(s, namespace));
@@ -210,6 +292,8 @@ export class PushContext {
 
   /** The Sidecar resource scoping this proxy: a workload-selecting one, else the namespace's default, else the root namespace's. */
   sidecarFor(proxy: Proxy): ConfigObject<Sidecar> | undefined {
+    recordDep(Dep.sidecars);
+    if (this.sidecars.length === 0) return undefined;
     const inNs = this.sidecars.filter((s) => s.meta.namespace === proxy.namespace);
     const selecting = inNs.find((s) => s.spec.workloadSelector?.labels && labelsMatch(s.spec.workloadSelector.labels, proxy.labels));
     if (selecting) return selecting;
@@ -238,8 +322,9 @@ export class PushContext {
       if (seen.has(s.hostname)) continue;
       if (!this.serviceVisible(s, proxy.namespace)) continue;
       if (sc && !egressAllows(egressHosts, s, proxy.namespace)) continue;
-      // one service per hostname: prefer the proxy's own namespace
-      const chosen = this.serviceForHost(s.hostname, proxy.namespace) ?? s;
+      // one service per hostname: prefer the proxy's own namespace (the whole list read every service)
+      const list = this.servicesByHost.get(s.hostname)!;
+      const chosen = (list.length === 1 ? list[0] : this.serviceForHost(s.hostname, proxy.namespace)) ?? s;
       seen.add(s.hostname);
       out.push(chosen);
     }
@@ -248,6 +333,7 @@ export class PushContext {
 
   /** VirtualServices bound to `gateway` (`mesh` or `ns/name`) that a proxy in `namespace` may see. */
   virtualServices(namespace: string, gateway: string): ReadonlyArray<ResolvedVirtualService> {
+    recordDep(Dep.gatewayVirtualServices(gateway));
     const list = this.vsByGateway.get(gateway) ?? [];
     if (gateway !== 'mesh') return list;
     return list.filter((vs) => visibleTo(vs.exportTo, vs.namespace, namespace));
@@ -259,7 +345,10 @@ export class PushContext {
    */
   virtualServiceForHost(namespace: string, hostname: string): ResolvedVirtualService | undefined {
     return this.memoize(`vsh|${namespace}|${hostname}`, () => {
+      recordDep(Dep.virtualService(hostname));
       for (const vs of this.meshVsByHost.get(hostname) ?? []) if (visibleTo(vs.exportTo, vs.namespace, namespace)) return vs;
+      // an exact host beats any wildcard: only without one do wildcard hosts count
+      recordDep(Dep.wildcardVirtualServices);
       let best: ResolvedVirtualService | undefined;
       let bestScore = -1;
       for (const vs of this.meshVsWildcard) {
@@ -278,27 +367,27 @@ export class PushContext {
   }
 
   /**
-   * The value derived from this snapshot under `key`, computed once. Keys name what the value depends
-   * on besides the snapshot (a scope, a host); values that also depend on the endpoint index use
-   * `memoizeWithEndpoints`.
+   * The value derived from this snapshot under `key`, computed once and kept with what it read (a
+   * later snapshot takes it over when none of that changed). Keys name what the value depends on
+   * besides what it reads through this snapshot (a proxy's namespace, a requested name set).
+   * `endpoints`: the current endpoint index, for values that read endpoints.
    */
-  memoize<T>(key: string, compute: () => T): T {
-    if (this.memo.has(key)) return this.memo.get(key) as T;
-    const value = compute();
-    this.memo.set(key, value);
-    return value;
+  memoize<T>(key: string, compute: () => T, endpoints?: EndpointSource): T {
+    return this.derived.get(key, compute, endpoints);
   }
 
   /**
-   * Like `memoize`, for values that also read an endpoint index: recomputed when the index is another
-   * one, with the value computed for the previous index (to update rather than rebuild).
+   * A list derived element by element (DerivedMemo.list): later snapshots and endpoint indexes
+   * rebuild only the items whose inputs changed; under a deadline the build is spread over turns.
    */
-  memoizeWithEndpoints<T, I extends object>(key: string, index: I, compute: (previous: T | undefined) => T): T {
-    const hit = this.memo.get(key) as { index: I; value: T } | undefined;
-    if (hit && hit.index === index) return hit.value;
-    const value = compute(hit?.value);
-    this.memo.set(key, { index, value });
-    return value;
+  memoizeList<I, V>(
+    key: string,
+    opts: { reuseKey?: string; endpoints?: EndpointSource },
+    items: () => ReadonlyArray<I>,
+    itemKey: (item: I) => string,
+    element: (item: I) => ReadonlyArray<V>,
+  ): ReadonlyArray<V> {
+    return this.derived.list(key, opts, items, itemKey, element);
   }
 
   /**
@@ -312,7 +401,17 @@ export class PushContext {
       hostMatches(dr.host, service.hostname) &&
       (!dr.spec.workloadSelector?.matchLabels || (dr.namespace === proxy.namespace && labelsMatch(dr.spec.workloadSelector.matchLabels, proxy.labels)));
     const hasSelector = this.destinationRulesSelectWorkloads;
-    if (!hasSelector && this.memo.has(memoKey)) return this.memo.get(memoKey) as ResolvedDestinationRule | undefined;
+    if (!hasSelector) return this.memoize(memoKey, () => this.findDestinationRule(proxy, service, applicable));
+    return this.findDestinationRule(proxy, service, applicable);
+  }
+
+  private findDestinationRule(
+    proxy: Pick<Proxy, 'namespace' | 'labels'>,
+    service: Pick<Service, 'hostname' | 'namespace'>,
+    applicable: (dr: ResolvedDestinationRule) => boolean,
+  ): ResolvedDestinationRule | undefined {
+    recordDep(Dep.destinationRule(service.hostname));
+    recordDep(Dep.wildcardDestinationRules);
     const pick = (ns: string): ResolvedDestinationRule | undefined => {
       const index = this.destinationRulesByNamespace.get(ns);
       if (!index) return undefined;
@@ -349,7 +448,6 @@ export class PushContext {
       }
       result = { ...found[0], spec: merged };
     }
-    if (!hasSelector) this.memo.set(memoKey, result);
     return result;
   }
 
@@ -362,6 +460,109 @@ export class PushContext {
         Object.keys(g.spec.selector ?? {}).length > 0,
     );
   }
+}
+
+/**
+ * The dependency keys the differences between two snapshots touch: the hosts of VirtualServices and
+ * DestinationRules that were added, removed or changed (their old and new versions), the gateways
+ * their VirtualServices bind to, hostnames whose services changed, Sidecars and Gateways as a whole;
+ * mesh settings and switches that change how every lookup answers touch everything.
+ */
+function changesBetween(prev: PushContext, next: PushContext): ChangeSet {
+  const p = prev as unknown as Internals;
+  const n = next as unknown as Internals;
+  if (prev.mesh !== next.mesh || prev.features !== next.features || prev.usesSourceMatch !== next.usesSourceMatch || p.destinationRulesSelectWorkloads !== n.destinationRulesSelectWorkloads) {
+    return ChangeSet.ALL;
+  }
+  let securityChanged = false;
+  p.securitySources.forEach((before, i) => forChanged(before, n.securitySources[i] ?? [], () => (securityChanged = true)));
+  if (securityChanged) return ChangeSet.ALL;
+  const keys = new Set<DepKey>([Dep.version]);
+  const vsKeys = (ctx: Internals, src: ConfigObject<VirtualService>): void => {
+    const r = ctx.resolvedBySource.get(src);
+    if (!r) {
+      // a delegate (no hosts of its own): every root that merges routes from it changes
+      for (const root of ctx.resolvedBySource.values()) {
+        if ((root.spec.http ?? []).some((h) => h.delegate && `${h.delegate.namespace || root.namespace}/${h.delegate.name}` === `${src.meta.namespace}/${src.meta.name}`)) {
+          vsKeys(ctx, root.source);
+        }
+      }
+      return;
+    }
+    for (const g of r.gateways) keys.add(Dep.gatewayVirtualServices(g));
+    for (const h of r.hosts) keys.add(h.startsWith('*') ? Dep.wildcardVirtualServices : Dep.virtualService(h));
+  };
+  forChanged(p.sources.vs, n.sources.vs, (old, cur) => {
+    if (old) vsKeys(p, old);
+    if (cur) vsKeys(n, cur);
+  });
+  const drKey = (c: ConfigObject<DestinationRule>): DepKey => {
+    const host = resolveHost(c.spec.host ?? '', c.meta.namespace, next.mesh.domain);
+    return host.startsWith('*') ? Dep.wildcardDestinationRules : Dep.destinationRule(host);
+  };
+  forChanged(p.sources.dr, n.sources.dr, (old, cur) => {
+    if (old) keys.add(drKey(old));
+    if (cur) keys.add(drKey(cur));
+  });
+  forChanged(p.gatewayList, n.gatewayList, () => keys.add(Dep.gateways));
+  forChanged(p.sidecars, n.sidecars, () => keys.add(Dep.sidecars));
+  let servicesChanged = false;
+  for (const [host, list] of n.servicesByHost) {
+    const before = p.servicesByHost.get(host);
+    if (!before || before.length !== list.length || before.some((s, i) => s !== list[i])) {
+      keys.add(Dep.service(host));
+      servicesChanged = true;
+    }
+  }
+  for (const host of p.servicesByHost.keys()) {
+    if (!n.servicesByHost.has(host)) {
+      keys.add(Dep.service(host));
+      servicesChanged = true;
+    }
+  }
+  if (p.autoAddresses !== n.autoAddresses) {
+    for (const [host, a] of n.autoAddresses) {
+      if (p.autoAddresses.get(host) !== a) {
+        keys.add(Dep.service(host));
+        servicesChanged = true;
+      }
+    }
+    for (const host of p.autoAddresses.keys()) {
+      if (!n.autoAddresses.has(host)) {
+        keys.add(Dep.service(host));
+        servicesChanged = true;
+      }
+    }
+  }
+  if (servicesChanged) keys.add(Dep.allServices);
+  return ChangeSet.of(keys);
+}
+
+/** The fields changesBetween compares (private to the class, read here only). */
+interface Internals {
+  readonly resolvedBySource: ReadonlyMap<ConfigObject<VirtualService>, ResolvedVirtualService>;
+  readonly sources: { readonly vs: ReadonlyArray<ConfigObject<VirtualService>>; readonly dr: ReadonlyArray<ConfigObject<DestinationRule>> };
+  readonly gatewayList: ReadonlyArray<ConfigObject<Gateway>>;
+  readonly sidecars: ReadonlyArray<ConfigObject<Sidecar>>;
+  readonly servicesByHost: ReadonlyMap<string, ReadonlyArray<Service>>;
+  readonly destinationRulesSelectWorkloads: boolean;
+  readonly autoAddresses: ReadonlyMap<string, string>;
+  readonly securitySources: ReadonlyArray<ReadonlyArray<ConfigObject<unknown>>>;
+}
+
+const SECURITY_KINDS = ['PeerAuthentication', 'AuthorizationPolicy', 'RequestAuthentication'] as const;
+
+/** Calls `fn` for every object (by namespace/name) that differs between the two lists: added, removed or replaced. */
+function forChanged<T>(before: ReadonlyArray<ConfigObject<T>>, after: ReadonlyArray<ConfigObject<T>>, fn: (old: ConfigObject<T> | undefined, cur: ConfigObject<T> | undefined) => void): void {
+  const key = (c: ConfigObject<T>): string => `${c.meta.namespace}/${c.meta.name}`;
+  const old = new Map(before.map((c) => [key(c), c]));
+  for (const c of after) {
+    const k = key(c);
+    const o = old.get(k);
+    old.delete(k);
+    if (o !== c) fn(o, c);
+  }
+  for (const o of old.values()) fn(o, undefined);
 }
 
 /** Entries by exact host, plus those whose host is a wildcard. */

@@ -59,3 +59,19 @@ export function yieldPoint(): Promise<void> | undefined {
     scheduleTurn();
   });
 }
+
+/**
+ * When the current turn's share of the loop ends (a `performance.now()` value): work that can be
+ * cut (model/derived.ts `withDeadline`) stops there and waits for `nextTurn()`.
+ */
+export function turnDeadline(): number {
+  return lastTurn + YIELD_AFTER_MS;
+}
+
+/** A promise that resolves on this task's next turn, whatever time is left in the current one. */
+export function nextTurn(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    waiting.push(resolve);
+    scheduleTurn();
+  });
+}

@@ -28,7 +28,8 @@ import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, 
 import { frameWriter } from './frame-writer.js';
 import { encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, type GrpcFrame } from './wire.js';
 import { parseClusterName } from './envoy/names.js';
-import { yieldPoint } from '../util/cooperative.js';
+import { nextTurn, turnDeadline, yieldPoint } from '../util/cooperative.js';
+import { NEED_TURN, withDeadline } from '../model/derived.js';
 
 export interface ModelView {
   readonly push: PushContext;
@@ -375,7 +376,7 @@ export class DiscoveryServer {
 
   /** A debug stream: authorized like a proxy's (same node rules, same port authorizer), never registered. */
   private async acceptDebug(call: DuplexCall, node: Node | undefined, authorize: StreamAuthorizer | undefined): Promise<DebugCaller> {
-    const conn = await this.accept(call, node, false, { direct: false, write: () => Promise.resolve(), close: () => undefined }, authorize);
+    const conn = await this.accept(call, node, false, { direct: false, write: () => Promise.resolve(), close: () => undefined, abort: () => undefined }, authorize);
     return { identity: conn.identity, peer: conn.peer };
   }
 
@@ -577,15 +578,20 @@ export class DiscoveryServer {
       if (turn) await turn;
       const started = process.hrtime.bigint();
       let resources: ReadonlyArray<EncodedResource>;
+      const input = { proxy: conn.proxy, push: model.push, endpoints: model.endpoints, names: watch.names, cache: this.deps.cache, settings: this.deps.settings };
       try {
-        resources = generators[typeUrl as XdsTypeUrl]({
-          proxy: conn.proxy,
-          push: model.push,
-          endpoints: model.endpoints,
-          names: watch.names,
-          cache: this.deps.cache,
-          settings: this.deps.settings,
-        });
+        // Generation runs within this turn's share of the loop: a large list that is not finished
+        // by then keeps its progress and asks for another turn (model/derived.ts).
+        for (;;) {
+          try {
+            resources = withDeadline(turnDeadline(), () => generators[typeUrl as XdsTypeUrl](input));
+            break;
+          } catch (e) {
+            if (e !== NEED_TURN) throw e;
+            await nextTurn();
+            if (conn.closed) return;
+          }
+        }
       } catch (e) {
         this.deps.metrics.xdsPushes.inc({ type: `${shortType[typeUrl as XdsTypeUrl]}_builderr` });
         this.deps.metrics.internalErrors.inc();

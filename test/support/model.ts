@@ -15,7 +15,7 @@ import { AggregateRegistry } from '../../src/registry/aggregate.js';
 import { MockRegistry } from '../../src/registry/mock.js';
 import { ServiceEntryRegistry } from '../../src/registry/service-entry.js';
 import { generatorsFor } from '../../src/bootstrap/generators.js';
-import { ResourceCache } from '../../src/xds/cache.js';
+import { ResourceCache, type EncodedResource } from '../../src/xds/cache.js';
 import { DEFAULT_GENERATOR_SETTINGS } from '../../src/xds/generators/types.js';
 import { TypeUrl, type XdsTypeUrl } from '../../src/xds/types.js';
 import { decodeResource, type DecodedResources } from './decode.js';
@@ -25,6 +25,8 @@ export interface TestModel {
   readonly store: MemoryConfigStore;
   /** Resources of one type for a proxy, decoded. `names` undefined = wildcard. */
   generate<T extends XdsTypeUrl>(proxy: Proxy, type: T, names?: Iterable<string>): DecodedResources[T][];
+  /** The generator's own result (encoded, shared with other proxies), for the same arguments; name sets are shared per `names` array. */
+  generateRaw(proxy: Proxy, type: XdsTypeUrl, names?: ReadonlyArray<string>): ReadonlyArray<EncodedResource>;
   /** Replace the YAML of one origin and rebuild (as a file edit would). */
   apply(origin: string, yaml: string): void;
   stop(): void;
@@ -53,6 +55,17 @@ export function modelFromYaml(
   const model = new MeshModel(store, registry, mesh, { debounceAfterMs: 0, debounceMaxMs: 0, edsDebounce: true, features: { ...DEFAULT_FEATURES, ...opts.features } }, createMetrics({ defaultMetrics: false }), log);
   model.start();
   const cache = new ResourceCache(10_000, true);
+  // as the ADS server does, proxies asking for the same names share one set
+  const nameSets = new WeakMap<ReadonlyArray<string>, ReadonlySet<string>>();
+  const generateRaw = (proxy: Proxy, type: XdsTypeUrl, names?: ReadonlyArray<string>): ReadonlyArray<EncodedResource> => {
+    const { push, endpoints } = model.current();
+    let set = names ? nameSets.get(names) : undefined;
+    if (names && !set) {
+      set = new Set(names);
+      nameSets.set(names, set);
+    }
+    return generatorsFor(proxy)[type]({ proxy, push, endpoints, names: set, cache, settings: DEFAULT_GENERATOR_SETTINGS });
+  };
   return {
     model,
     store,
@@ -61,6 +74,7 @@ export function modelFromYaml(
       const res = generatorsFor(proxy)[type]({ proxy, push, endpoints, names: names ? new Set(names) : undefined, cache, settings: DEFAULT_GENERATOR_SETTINGS });
       return res.map((r) => decodeResource(type, r.any)) as never;
     },
+    generateRaw,
     apply(origin, text) {
       load(origin, text);
     },
@@ -71,9 +85,12 @@ export function modelFromYaml(
   };
 }
 
-export function sidecar(ip: string, pod: string, ns = 'default', labels: Record<string, string> = {}): Proxy {
-  return parseProxy(`sidecar~${ip}~${pod}.${ns}~${ns}.svc.cluster.local`, { NAMESPACE: ns, LABELS: labels });
+export function sidecar(ip: string, pod: string, ns = 'default', labels: Record<string, string> = {}, metadata: Record<string, unknown> = {}): Proxy {
+  return parseProxy(`sidecar~${ip}~${pod}.${ns}~${ns}.svc.cluster.local`, { NAMESPACE: ns, LABELS: labels, ...metadata });
 }
+
+/** Node metadata of a sidecar whose agent answers DNS for mesh hosts with automatic addresses. */
+export const DNS_AUTO_ALLOCATE = Object.freeze({ DNS_CAPTURE: 'true', DNS_AUTO_ALLOCATE: 'true' });
 
 export function grpcClient(ns = 'default', labels: Record<string, string> = {}): Proxy {
   return parseProxy(`sidecar~10.0.0.9~client.${ns}~${ns}.svc.cluster.local`, { GENERATOR: 'grpc', NAMESPACE: ns, LABELS: labels });

@@ -341,6 +341,49 @@ describe('state of the world, sidecar', () => {
     expect(got.length).toBe(byType.size);
   });
 
+  it('with automatic addresses on, sends a sidecar that resolves names only the edited host’s route configuration when a host without addresses changes', async () => {
+    const h = await start(BASE, { features: { features: { autoAddresses: true } } });
+    await h.change(ratingsRoute('1s').replaceAll('ratings', 'ext'));
+    const s = h.sotw({ ...sidecarNode(), metadata: { ...sidecarNode().metadata, DNS_CAPTURE: 'true', DNS_AUTO_ALLOCATE: 'true' } });
+    const before = await fullSubscription(s);
+    const extRoute = 'ext.default.svc.cluster.local:8080';
+    expect(namesOf(before.rds)).toContain(extRoute);
+    expect(namesOf(before.rds)).toContain('ext2.default.svc.cluster.local:8080');
+    await h.change(ratingsRoute('4s').replaceAll('ratings', 'ext'));
+    const rds = await s.next();
+    expect(rds.typeUrl).toBe(TypeUrl.Route);
+    expect(namesOf(rds)).toEqual([extRoute]);
+    expect(routeTimeout(rds)).toEqual({ seconds: 4, nanos: 0 });
+    s.ack(rds, routeNamesOf(before.lds));
+    expect(await s.quietTypes()).toEqual([]);
+  });
+
+  it('builds a large first answer over several turns of the event loop, complete', async () => {
+    const many = Array.from({ length: 1500 }, (_, i) => serviceEntry(`big-${i}`, [`10.9.${i >> 8}.${i & 255}`])).join('');
+    const h = await start(many);
+    const s = h.sotw(sidecarNode());
+    // the longest stretch the event loop was held while the answer was built (between timer ticks)
+    let last = performance.now();
+    let longest = 0;
+    const timer = setInterval(() => {
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+    }, 1);
+    try {
+      const sent = performance.now();
+      last = sent;
+      const cds = await subscribe(s, TypeUrl.Cluster);
+      const took = performance.now() - sent;
+      expect(new Set(namesOf(cds)).size).toBe(cds.resources.length);
+      expect(namesOf(cds)).toEqual(expect.arrayContaining(['outbound|8080||big-0.default.svc.cluster.local', 'outbound|8080||big-1499.default.svc.cluster.local']));
+      // one build in one stretch held the loop for most of the wait (checked: ~90 % of it)
+      expect(longest).toBeLessThan(took / 3);
+    } finally {
+      clearInterval(timer);
+    }
+  });
+
   it('counts a connection in disc_xds and forgets it when the client cancels', async () => {
     const h = await start();
     const a = h.sotw(sidecarNode());

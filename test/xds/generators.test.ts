@@ -1,4 +1,4 @@
-import { modelFromYaml, sidecar, grpcClient, router, TypeUrl } from '../support/model.js';
+import { DNS_AUTO_ALLOCATE, modelFromYaml, sidecar, grpcClient, router, TypeUrl } from '../support/model.js';
 import { hcmOf, tcpProxiesOf } from '../support/decode.js';
 import { integrityProblems } from './integrity.js';
 import type { Proxy } from '../../src/model/proxy.js';
@@ -277,6 +277,163 @@ spec:
     m2.stop();
   });
 });
+
+describe('sidecar generators, hosts without addresses', () => {
+  // Two ServiceEntries without addresses: an HTTP one with a VirtualService, a TCP one.
+  const NO_ADDRESSES = `
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: { name: shop, namespace: default }
+spec:
+  hosts: [shop.default.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{ number: 8080, name: http, protocol: HTTP }]
+  endpoints: [{ address: 10.1.0.1, labels: { version: v1 } }, { address: 10.1.0.2, labels: { version: v2 } }]
+---
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: { name: cache, namespace: default }
+spec:
+  hosts: [cache.default.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{ number: 6379, name: tcp, protocol: TCP }]
+  endpoints: [{ address: 10.1.0.3 }]
+---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: { name: shop, namespace: default }
+spec:
+  host: shop.default.svc.cluster.local
+  subsets: [{ name: v1, labels: { version: v1 } }, { name: v2, labels: { version: v2 } }]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: shop, namespace: default }
+spec:
+  hosts: [shop]
+  http:
+    - route:
+        - { destination: { host: shop, subset: v1 }, weight: 90 }
+        - { destination: { host: shop, subset: v2 }, weight: 10 }
+`;
+  const SHOP = 'shop.default.svc.cluster.local:8080';
+  const m = modelFromYaml(NO_ADDRESSES, { mock: false, features: { autoAddresses: true } });
+  afterAll(() => m.stop());
+  const plain = sidecar('10.2.0.1', 'client-a', 'default');
+  const dns = sidecar('10.2.0.2', 'client-b', 'default', {}, DNS_AUTO_ALLOCATE);
+
+  const chainsOf8080 = (p: Proxy): string[][] => chainsOf8080For(m, p);
+
+  it('routes a host without addresses by Host in the shared table for a sidecar that does not resolve names itself', () => {
+    expect(chainsOf8080(plain)).toEqual([['', '8080']]);
+    const [shared] = m.generate(plain, TypeUrl.Route, ['8080']);
+    expect(shared.virtualHosts.map((v) => v.name)).toEqual([SHOP, 'allow_any']);
+    expect(m.generate(plain, TypeUrl.Route, [SHOP])).toEqual([]);
+    expect(integrityProblems(fullConfig(m, plain))).toEqual([]);
+  });
+
+  it('without automatic addresses (the daemon, which serves no name table yet) routes such a sidecar by Host like any other', () => {
+    const off = modelFromYaml(NO_ADDRESSES, { mock: false });
+    expect(chainsOf8080For(off, dns)).toEqual([['', '8080']]);
+    const [shared] = off.generate(dns, TypeUrl.Route, ['8080']);
+    expect(shared.virtualHosts.map((v) => v.name)).toEqual([SHOP, 'allow_any']);
+    expect(off.generate(dns, TypeUrl.Listener).map((l) => l.name)).toContain('0.0.0.0_6379');
+    expect(integrityProblems(fullConfig(off, dns))).toEqual([]);
+    off.stop();
+  });
+
+  it('gives a sidecar that resolves names to automatic addresses a filter chain and a route configuration of the host’s own', () => {
+    const chains = chainsOf8080(dns);
+    expect(chains).toHaveLength(2);
+    const [vip, route] = chains[0];
+    expect(vip).toMatch(/^240\.240\.\d+\.\d+\/32$/);
+    expect(route).toBe(SHOP);
+    expect(chains[1]).toEqual(['', '8080']);
+    const [rc] = m.generate(dns, TypeUrl.Route, [SHOP]);
+    const vh = rc.virtualHosts[0];
+    expect(vh.name).toBe(SHOP);
+    expect(vh.domains).toEqual(expect.arrayContaining(['shop', 'shop:8080', SHOP, vip.replace('/32', ''), `${vip.replace('/32', '')}:8080`]));
+    expect(vh.routes[0].route?.weightedClusters?.clusters.map((c) => [c.name, c.weight])).toEqual([
+      ['outbound|8080|v1|shop.default.svc.cluster.local', 90],
+      ['outbound|8080|v2|shop.default.svc.cluster.local', 10],
+    ]);
+    // the shared table keeps only the catch-all
+    const [shared] = m.generate(dns, TypeUrl.Route, ['8080']);
+    expect(shared.virtualHosts.map((v) => v.name)).toEqual(['allow_any']);
+    expect(integrityProblems(fullConfig(m, dns))).toEqual([]);
+  });
+
+  it('gives a TCP host without addresses a listener on its automatic address instead of the port’s wildcard one', () => {
+    const names = m.generate(dns, TypeUrl.Listener).map((l) => l.name);
+    const tcp = names.find((n) => n.endsWith('_6379'));
+    expect(tcp).toMatch(/^240\.240\.\d+\.\d+_6379$/);
+    expect(m.generate(plain, TypeUrl.Listener).map((l) => l.name)).toContain('0.0.0.0_6379');
+  });
+
+  it('after a VirtualService edit rebuilds the edited host’s route configuration only and keeps every other derived list', () => {
+    const many = Array.from({ length: 40 }, (_, i) => `
+---
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: { name: s${i}, namespace: default }
+spec:
+  hosts: [s${i}.default.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{ number: 8080, name: http, protocol: HTTP }]
+  endpoints: [{ address: 10.3.0.${i + 1} }]
+`).join('');
+    const m2 = modelFromYaml(NO_ADDRESSES + many, { mock: false, features: { autoAddresses: true } });
+    const lds = m2.generate(dns, TypeUrl.Listener);
+    const routeNames = [...new Set(lds.flatMap((l) => hcmOf(l).map((h) => h.rds?.routeConfigName ?? '')))].filter(Boolean).sort();
+    expect(routeNames).toHaveLength(42); // 41 hosts on 8080 and the shared table
+    const cds = m2.generateRaw(dns, TypeUrl.Cluster);
+    const edsNames = cds.map((c) => c.name).filter((n) => n.startsWith('outbound|'));
+    const eds = m2.generateRaw(dns, TypeUrl.Endpoint, edsNames);
+    const rds = m2.generateRaw(dns, TypeUrl.Route, routeNames);
+    const ldsRaw = m2.generateRaw(dns, TypeUrl.Listener);
+    m2.apply('test.yaml', NO_ADDRESSES.replace('weight: 90', 'weight: 50').replace('weight: 10', 'weight: 50') + many);
+    m2.model.flush();
+    const push = m2.model.current().push;
+    expect([...push.changes.keys].sort()).toEqual([`vs:${SHOP.replace(':8080', '')}`, 'version', 'vsgw:mesh'].sort());
+    expect(m2.generateRaw(dns, TypeUrl.Cluster)).toBe(cds);
+    expect(m2.generateRaw(dns, TypeUrl.Endpoint, edsNames)).toBe(eds);
+    expect(m2.generateRaw(dns, TypeUrl.Listener)).toBe(ldsRaw);
+    const built = push.derived.stats.listItemsBuilt;
+    const rdsAfter = m2.generateRaw(dns, TypeUrl.Route, routeNames);
+    expect(push.derived.stats.listItemsBuilt - built).toBe(1);
+    const changed = rdsAfter.filter((r, i) => r !== rds[i]).map((r) => r.name);
+    expect(changed).toEqual([SHOP]);
+    m2.stop();
+  });
+
+  it('keeps a host’s automatic address while it exists, whatever else is added', () => {
+    const m2 = modelFromYaml(NO_ADDRESSES, { mock: false, features: { autoAddresses: true } });
+    const address = () => chainsOf8080For(m2, dns).find(([, route]) => route === SHOP)![0];
+    const before = address();
+    m2.apply('more.yaml', `
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: { name: more, namespace: default }
+spec:
+  hosts: [a.example.com, b.example.com, c.example.com]
+  location: MESH_EXTERNAL
+  resolution: DNS
+  ports: [{ number: 8080, name: http, protocol: HTTP }]
+`);
+    m2.model.flush();
+    expect(address()).toBe(before);
+    expect(chainsOf8080For(m2, dns)).toHaveLength(5);
+    m2.stop();
+  });
+});
+
+function chainsOf8080For(m: TestModel, p: Proxy): string[][] {
+  const l = m.generate(p, TypeUrl.Listener).find((x) => x.name === '0.0.0.0_8080')!;
+  return l.filterChains.map((c) => [c.filterChainMatch?.prefixRanges.map((r) => `${r.addressPrefix}/${r.prefixLen}`).join(',') ?? '', hcmOf({ ...l, filterChains: [c], defaultFilterChain: undefined })[0].rds?.routeConfigName ?? '']);
+}
 
 describe('gateway generators', () => {
   const m = modelFromYaml(`

@@ -79,7 +79,11 @@ export function encodeOutboundCluster(
   );
 }
 
-/** Outbound clusters of every service visible to the proxy; one list per scope per push. */
+/**
+ * Outbound clusters of every service visible to the proxy: one list per scope, built service by
+ * service (model/derived.ts): a later snapshot rebuilds the clusters of the services whose inputs
+ * changed and keeps the others, and a first build is spread over turns under a deadline.
+ */
 export function visibleOutboundClusters(
   proxy: Proxy,
   push: PushContext,
@@ -87,24 +91,25 @@ export function visibleOutboundClusters(
   cache: ResourceCache,
   proxyless: boolean,
 ): ReadonlyArray<EncodedResource> {
-  return push.memoize(`cds-out|${push.scopeKey(proxy)}|${proxyless}|${proxy.type}`, () => {
-    const out: EncodedResource[] = [];
-    for (const service of push.visibleServices(proxy)) {
+  const key = `cds-out|${push.scopeKey(proxy)}|${proxyless}|${proxy.type}`;
+  return push.memoizeList(
+    key,
+    { endpoints },
+    () => push.visibleServices(proxy),
+    (service) => `${service.hostname}|${service.namespace}|${objectId(service)}`,
+    (service) => {
       const dr = push.destinationRule(proxy, service);
-      for (const ref of clusterRefs(service, dr)) out.push(encodeOutboundCluster(ref, proxy, push, endpoints, cache, proxyless));
-    }
-    return out;
-  });
+      return clusterRefs(service, dr).map((ref) => encodeOutboundCluster(ref, proxy, push, endpoints, cache, proxyless));
+    },
+  );
 }
 
-/** A list of assignments with, per entry, the host and host endpoint version it was built from. */
-interface EndpointList {
-  readonly list: EncodedResource[];
-  readonly hosts: string[];
-  readonly versions: number[];
-}
-
-/** One ClusterLoadAssignment per requested EDS cluster the proxy may see. */
+/**
+ * One ClusterLoadAssignment per requested EDS cluster the proxy may see. Proxies of one scope that
+ * ask for the same (shared) name set get one list; it is built name by name, so an endpoint change
+ * or a new snapshot rebuilds only the assignments whose inputs changed (a new name set of the scope
+ * starts from the scope's latest list).
+ */
 export function generateEndpoints(
   proxy: Proxy,
   push: PushContext,
@@ -113,70 +118,38 @@ export function generateEndpoints(
   names: ReadonlySet<string> | undefined,
   withTlsMetadata: boolean,
   allClusters: () => Iterable<string>,
-): EncodedResource[] {
-  if (!names) return buildEndpoints(proxy, push, endpoints, cache, allClusters(), withTlsMetadata).list;
-  // Proxies of one scope that ask for the same (shared) name set get one list per endpoint version;
-  // after an endpoint change, only the entries of hosts whose endpoints changed are rebuilt.
-  const memoKey = `eds|${push.scopeKey(proxy)}|${withTlsMetadata}|${objectId(names)}|${localityKey(proxy.locality)}|${proxy.type}`;
-  return push.memoizeWithEndpoints<EndpointList, EndpointIndex>(memoKey, endpoints, (previous) =>
-    previous ? updateEndpoints(previous, proxy, push, endpoints, cache, withTlsMetadata) : buildEndpoints(proxy, push, endpoints, cache, names, withTlsMetadata),
-  ).list;
+): ReadonlyArray<EncodedResource> {
+  if (!names) return [...allClusters()].flatMap((name) => endpointsFor(name, proxy, push, endpoints, cache, withTlsMetadata));
+  const scope = `eds|${push.scopeKey(proxy)}|${withTlsMetadata}|${localityKey(proxy.locality)}|${proxy.type}`;
+  return push.memoizeList(
+    `${scope}|${objectId(names)}`,
+    { endpoints, reuseKey: scope },
+    () => [...names],
+    (name) => name,
+    (name) => endpointsFor(name, proxy, push, endpoints, cache, withTlsMetadata),
+  );
 }
 
-function updateEndpoints(
-  previous: EndpointList,
-  proxy: Proxy,
-  push: PushContext,
-  endpoints: EndpointIndex,
-  cache: ResourceCache,
-  withTlsMetadata: boolean,
-): EndpointList {
-  const list = [...previous.list];
-  const versions = [...previous.versions];
-  for (let i = 0; i < list.length; i++) {
-    const version = endpoints.get(previous.hosts[i]).version;
-    if (version === versions[i]) continue;
-    const rebuilt = buildEndpoints(proxy, push, endpoints, cache, [list[i].name], withTlsMetadata);
-    list[i] = rebuilt.list[0];
-    versions[i] = version;
-  }
-  return { list, hosts: previous.hosts, versions };
-}
-
-function buildEndpoints(
-  proxy: Proxy,
-  push: PushContext,
-  endpoints: EndpointIndex,
-  cache: ResourceCache,
-  names: Iterable<string>,
-  withTlsMetadata: boolean,
-): EndpointList {
-  const hosts: string[] = [];
-  const versions: number[] = [];
-  const out: EncodedResource[] = [];
-  for (const name of names) {
-    const ref = resolveClusterRef(name, push, proxy);
-    if (!ref || ref.service.resolution !== 'ClientSideLB') continue;
-    const dr = push.destinationRule(proxy, ref.service);
-    const hostEps = endpoints.get(ref.service.hostname);
-    hosts.push(ref.service.hostname);
-    versions.push(hostEps.version);
-    const failover = dr?.spec.trafficPolicy?.outlierDetection !== undefined && (proxy.locality.region !== '' || proxy.locality.zone !== '');
-    const key = `e|${name}|v${hostEps.version}|d${objectId(dr?.spec)}|${withTlsMetadata ? 't' : ''}|${failover ? localityKey(proxy.locality) : ''}`;
-    out.push(
-      cache.getOrBuild('eds', key, () => {
-        const subsetLabels = ref.subset ? dr?.spec.subsets?.find((s) => s.name === ref.subset)?.labels : undefined;
-        const cla = buildLoadAssignment({
-          clusterName: name,
-          endpoints: hostEps.endpoints,
-          portName: ref.port.name,
-          subsetLabels: ref.subset ? (subsetLabels ?? {}) : undefined,
-          clientLocality: failover ? proxy.locality : undefined,
-          withTlsMetadata,
-        });
-        return { name, typeUrl: TypeUrl.Endpoint, bytes: encode(ClusterLoadAssignment, cla) };
-      }),
-    );
-  }
-  return { list: out, hosts, versions };
+/** The assignment of one cluster name, or none when the proxy cannot see it or it is not an EDS cluster. */
+function endpointsFor(name: string, proxy: Proxy, push: PushContext, endpoints: EndpointIndex, cache: ResourceCache, withTlsMetadata: boolean): EncodedResource[] {
+  const ref = resolveClusterRef(name, push, proxy);
+  if (!ref || ref.service.resolution !== 'ClientSideLB') return [];
+  const dr = push.destinationRule(proxy, ref.service);
+  const hostEps = endpoints.get(ref.service.hostname);
+  const failover = dr?.spec.trafficPolicy?.outlierDetection !== undefined && (proxy.locality.region !== '' || proxy.locality.zone !== '');
+  const key = `e|${name}|v${hostEps.version}|d${objectId(dr?.spec)}|${withTlsMetadata ? 't' : ''}|${failover ? localityKey(proxy.locality) : ''}`;
+  return [
+    cache.getOrBuild('eds', key, () => {
+      const subsetLabels = ref.subset ? dr?.spec.subsets?.find((s) => s.name === ref.subset)?.labels : undefined;
+      const cla = buildLoadAssignment({
+        clusterName: name,
+        endpoints: hostEps.endpoints,
+        portName: ref.port.name,
+        subsetLabels: ref.subset ? (subsetLabels ?? {}) : undefined,
+        clientLocality: failover ? proxy.locality : undefined,
+        withTlsMetadata,
+      });
+      return { name, typeUrl: TypeUrl.Endpoint, bytes: encode(ClusterLoadAssignment, cla) };
+    }),
+  ];
 }

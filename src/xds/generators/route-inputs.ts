@@ -32,11 +32,14 @@ export function sourceMatchKey(push: PushContext, proxy: Proxy): string {
 
 /**
  * A short key naming every input of the routes a proxy gets for `service`: equal keys mean equal
- * routes (for the same port, domains and settings, which callers add). Memoized per snapshot.
+ * routes (for the same port, domains and settings, which callers add). Memoized per snapshot and
+ * carried over to later ones while none of its inputs change; `vs` must be the VirtualService of
+ * the host as seen from the proxy's namespace (looked up again inside, so that the memo records it).
  */
 export function routeInputsKey(push: PushContext, proxy: Proxy, service: Service, vs: ResolvedVirtualService | undefined): string {
   const source = sourceMatchKey(push, proxy);
-  return push.memoize(`rin|${proxy.namespace}|${service.hostname}|${objectId(service)}|${source}`, () => {
+  return push.memoize(`rin|${proxy.namespace}|${service.hostname}|${objectId(service)}|${objectId(vs?.source)}|${source}`, () => {
+    const vs = push.virtualServiceForHost(proxy.namespace, service.hostname);
     const rule = (svc: Service | undefined): number => (svc ? objectId(push.destinationRule(proxy, svc)?.spec) : 0);
     const parts = [`s${objectId(service)}.${rule(service)}`, `m${objectId(push.mesh)}`];
     if (vs) {

@@ -29,7 +29,7 @@ import { TypeUrl } from '../types.js';
 import { encodeRepeatedField } from '../wire.js';
 import { collapseVirtualHosts, encodeRoutesField, encodeVirtualHost, type VirtualHostPart } from './route-collapse.js';
 import { routeInputsKey, sourceMatchKey } from './route-inputs.js';
-import type { GenerateInput, GeneratorSettings } from './types.js';
+import { settingsKey, type GenerateInput, type GeneratorSettings } from './types.js';
 
 /** One VIP of a service on an HTTP port: a filter chain of the port's listener. */
 export interface VipChain {
@@ -72,7 +72,7 @@ function parseVip(address: string): { address: string; prefixLen: number } | und
 
 /** The HTTP routing plan of a proxy's scope: one per scope and snapshot. */
 export function httpPlan(proxy: Proxy, push: PushContext): HttpPlan {
-  return push.memoize(`http-plan|${push.scopeKey(proxy)}`, () => {
+  return push.memoize(`http-plan|${push.routingScopeKey(proxy)}`, () => {
     const ports = new Map<number, { chains: VipChain[]; shared: Service[]; claimed: Set<string> }>();
     const byRouteName = new Map<string, { service: Service; port: number }>();
     for (const svc of push.visibleServices(proxy)) {
@@ -85,7 +85,7 @@ export function httpPlan(proxy: Proxy, push: PushContext): HttpPlan {
         }
         const routeName = serviceRouteName(svc.hostname, p.port);
         let chained = false;
-        for (const a of svc.addresses) {
+        for (const a of push.serviceAddresses(svc, proxy)) {
           const vip = parseVip(a);
           // a VIP another service on this port already has stays with that one (first service wins)
           if (!vip || entry.claimed.has(`${vip.address}/${vip.prefixLen}`)) continue;
@@ -108,7 +108,7 @@ export function vipChainMatch(chain: VipChain): NonNullable<FilterChainShape['fi
 }
 
 /** Domains a client in `ns` may use for a service on `port`: FQDN, short forms in its namespace, VIPs. */
-function serviceDomains(svc: Service, port: number, proxyNs: string, domain: string): string[] {
+function serviceDomains(svc: Service, addresses: ReadonlyArray<string>, port: number, proxyNs: string, domain: string): string[] {
   const names = [svc.hostname];
   const suffix = `.svc.${domain}`;
   if (svc.hostname.endsWith(suffix)) {
@@ -116,7 +116,7 @@ function serviceDomains(svc: Service, port: number, proxyNs: string, domain: str
     names.push(`${base}.svc`, base);
     if (svc.namespace === proxyNs) names.push(base.slice(0, base.lastIndexOf('.')));
   }
-  names.push(...svc.addresses);
+  names.push(...addresses);
   return names.flatMap((n) => [n, `${n}:${port}`]);
 }
 
@@ -182,21 +182,37 @@ function cachedRouteConfiguration(name: string, parts: ReadonlyArray<VirtualHost
   return cache.getOrBuild('rds', key, () => ({ name, typeUrl: TypeUrl.Route, bytes: assembleRouteConfiguration(name, parts, collapse) }));
 }
 
-/** The shared table of a port: services without a VIP, each domain used once, then the catch-all. */
-function sharedRouteTable(port: number, plan: HttpPortPlan | undefined, input: GenerateInput): EncodedResource {
+/**
+ * The shared table of a port: services without a VIP, each domain used once, then the catch-all.
+ * Its virtual hosts are a list derived service by service, so an edit rebuilds the virtual host of
+ * the service it touched and keeps the others; the table itself is then re-assembled.
+ */
+function sharedRouteTable(port: number, input: GenerateInput): EncodedResource {
   const { proxy, push, cache, settings } = input;
-  const used = new Set<string>();
-  const parts: VirtualHostPart[] = [];
-  for (const svc of plan?.shared ?? []) {
-    const all = serviceDomains(svc, port, proxy.namespace, push.mesh.domain);
-    const domains = all.filter((d) => !used.has(d));
-    if (domains.length === 0) continue;
-    for (const d of domains) used.add(d);
-    const key = domains.length === all.length ? domainsVariant(svc, proxy) : domains.join(',');
-    parts.push(serviceVirtualHost(svc, port, domains, key, proxy, push, cache, settings));
-  }
-  parts.push(catchAllVirtualHost(push, cache));
-  return cachedRouteConfiguration(String(port), parts, cache, settings);
+  const scope = `${push.routingScopeKey(proxy)}|${sourceMatchKey(push, proxy)}|${port}|${settingsKey(settings)}`;
+  return push.memoize(`rds-shared|${scope}`, () => {
+    const parts = push.memoizeList(
+      `rds-shared-parts|${scope}`,
+      {},
+      () => {
+        // which domains each service gets: a domain another service already has stays with that one
+        const used = new Set<string>();
+        const out: Array<{ svc: Service; domains: string[]; key: string }> = [];
+        const plan = httpPlan(proxy, push).ports.find((p) => p.port === port);
+        for (const svc of plan?.shared ?? []) {
+          const all = serviceDomains(svc, push.serviceAddresses(svc, proxy), port, proxy.namespace, push.mesh.domain);
+          const domains = all.filter((d) => !used.has(d));
+          if (domains.length === 0) continue;
+          for (const d of domains) used.add(d);
+          out.push({ svc, domains, key: domains.length === all.length ? domainsVariant(svc, proxy) : domains.join(',') });
+        }
+        return out;
+      },
+      (x) => `${x.svc.hostname}|${x.svc.namespace}|${objectId(x.svc)}|${x.key}`,
+      (x) => [serviceVirtualHost(x.svc, port, x.domains, x.key, proxy, push, cache, settings)],
+    );
+    return cachedRouteConfiguration(String(port), [...parts, catchAllVirtualHost(push, cache)], cache, settings);
+  });
 }
 
 /** The route configuration of one service with a VIP: its virtual host, then the catch-all. */
@@ -204,9 +220,10 @@ function serviceRouteConfiguration(name: string, service: Service, port: number,
   const { proxy, push, cache, settings } = input;
   // Scopes share the configuration when its inputs are the same (a service outside their namespaces)
   const vs = push.virtualServiceForHost(proxy.namespace, service.hostname);
-  const memoKey = `rds-svc|${name}|${routeInputsKey(push, proxy, service, vs)}|${domainsVariant(service, proxy)}|t${settings.defaultRequestTimeoutMs}`;
+  const addresses = push.serviceAddresses(service, proxy);
+  const memoKey = `rds-svc|${name}|${routeInputsKey(push, proxy, service, vs)}|${domainsVariant(service, proxy)}|${addresses.join(',')}|${settingsKey(settings)}`;
   return push.memoize(memoKey, () => {
-    const domains = serviceDomains(service, port, proxy.namespace, push.mesh.domain);
+    const domains = serviceDomains(service, addresses, port, proxy.namespace, push.mesh.domain);
     const parts = [serviceVirtualHost(service, port, domains, domainsVariant(service, proxy), proxy, push, cache, settings), catchAllVirtualHost(push, cache)];
     return cachedRouteConfiguration(name, parts, cache, settings);
   });
@@ -220,22 +237,26 @@ function domainsVariant(svc: Service, proxy: Proxy): string {
   return svc.namespace === proxy.namespace ? 'own-ns' : 'other-ns';
 }
 
-/** Sidecar RDS: the requested shared tables (`<port>`) and per-service configurations (`<host>:<port>`). */
+/**
+ * Sidecar RDS: the requested shared tables (`<port>`) and per-service configurations (`<host>:<port>`).
+ * Proxies of one scope asking for the same (shared) names get one list, so one response frame; the
+ * list is derived name by name (model/derived.ts), so an edit rebuilds the configurations it touched
+ * and a new name set of the scope starts from the scope's latest list.
+ */
 export function sidecarRoutes(input: GenerateInput): ReadonlyArray<EncodedResource> {
   const { proxy, push, names } = input;
-  // Proxies of one scope asking for the same (shared) names get one list, so one response frame.
-  return push.memoize(`rds-sidecar|${push.scopeKey(proxy)}|${objectId(names)}|${sourceMatchKey(push, proxy)}`, () => {
-    const plan = httpPlan(proxy, push);
-    const out: EncodedResource[] = [];
-    for (const name of names ?? []) {
+  const scope = `rds-sidecar|${push.routingScopeKey(proxy)}|${sourceMatchKey(push, proxy)}|${settingsKey(input.settings)}`;
+  return push.memoizeList(
+    `${scope}|${objectId(names)}`,
+    { reuseKey: scope },
+    () => [...(names ?? [])],
+    (name) => name,
+    (name) => {
+      const plan = httpPlan(proxy, push);
       const port = /^\d+$/.test(name) ? Number(name) : NaN;
-      if (Number.isInteger(port)) {
-        out.push(sharedRouteTable(port, plan.ports.find((p) => p.port === port), input));
-        continue;
-      }
+      if (Number.isInteger(port)) return [sharedRouteTable(port, input)];
       const target = plan.byRouteName.get(name);
-      if (target) out.push(serviceRouteConfiguration(name, target.service, target.port, input));
-    }
-    return out;
-  });
+      return target ? [serviceRouteConfiguration(name, target.service, target.port, input)] : [];
+    },
+  );
 }

@@ -32,7 +32,7 @@ import { generateEndpoints, visibleOutboundClusters } from './common.js';
 import { httpPlan, sidecarRoutes, vipChainMatch } from './sidecar-http.js';
 import { NO_AUTHZ } from '../../model/policy/index.js';
 import { buildInboundListener } from './sidecar-inbound.js';
-import type { GenerateInput, GeneratorSet, GeneratorSettings } from './types.js';
+import { settingsKey, type GenerateInput, type GeneratorSet, type GeneratorSettings } from './types.js';
 
 /** A port of the proxy's own workload, from the endpoints that carry the proxy's IP. */
 export interface InboundPort {
@@ -42,7 +42,7 @@ export interface InboundPort {
 
 /** The proxy's inbound ports: endpoints at its IP addresses, one entry per target port. */
 export function inboundPorts(proxy: Proxy, push: PushContext, endpoints: EndpointIndex): InboundPort[] {
-  const byIp = push.memoizeWithEndpoints('instances', endpoints, () => {
+  const byIp = push.memoize('instances', () => {
     const index = new Map<string, InboundPort[]>();
     for (const svc of push.services) {
       for (const e of endpoints.get(svc.hostname).endpoints) {
@@ -54,7 +54,7 @@ export function inboundPorts(proxy: Proxy, push: PushContext, endpoints: Endpoin
       }
     }
     return index;
-  });
+  }, endpoints);
   const out: InboundPort[] = [];
   for (const ip of proxy.ipAddresses) for (const p of byIp.get(ip) ?? []) if (!out.some((o) => o.port === p.port)) out.push(p);
   return out.sort((a, b) => a.port - b.port);
@@ -63,8 +63,8 @@ export function inboundPorts(proxy: Proxy, push: PushContext, endpoints: Endpoin
 function clusters({ proxy, push, endpoints, cache, settings }: GenerateInput): ReadonlyArray<EncodedResource> {
   // Proxies of one scope with the same inbound ports share one list (and so skip unchanged pushes cheaply).
   const inbound = inboundPorts(proxy, push, endpoints);
-  const memoKey = `cds-sidecar|${push.scopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}`;
-  return push.memoizeWithEndpoints(memoKey, endpoints, () => sidecarClusters(inbound, { proxy, push, endpoints, cache, settings }));
+  const memoKey = `cds-sidecar|${push.scopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}|${settingsKey(settings)}`;
+  return push.memoize(memoKey, () => sidecarClusters(inbound, { proxy, push, endpoints, cache, settings }), endpoints);
 }
 
 function sidecarClusters(inbound: ReadonlyArray<InboundPort>, { proxy, push, endpoints, cache, settings }: Omit<GenerateInput, 'names'>): ReadonlyArray<EncodedResource> {
@@ -143,7 +143,7 @@ function routeContext(proxy: Proxy, push: PushContext, namespace: string, port: 
 
 function outboundListeners(input: GenerateInput): ReadonlyArray<EncodedResource> {
   const { proxy, push } = input;
-  return push.memoize(`lds-out|${push.scopeKey(proxy)}`, () => buildOutboundListeners(input));
+  return push.memoize(`lds-out|${push.routingScopeKey(proxy)}|${settingsKey(input.settings)}`, () => buildOutboundListeners(input));
 }
 
 function buildOutboundListeners({ proxy, push, cache, settings }: GenerateInput): ReadonlyArray<EncodedResource> {
@@ -152,7 +152,7 @@ function buildOutboundListeners({ proxy, push, cache, settings }: GenerateInput)
   for (const svc of push.visibleServices(proxy)) {
     for (const p of svc.ports) {
       if (isHttpProtocol(p.protocol)) continue;
-      const address = svc.addresses[0] ?? '0.0.0.0';
+      const address = push.serviceAddresses(svc, proxy)[0] ?? '0.0.0.0';
       const name = `${address}_${p.port}`;
       const tls = p.protocol === 'TLS' || p.protocol === 'HTTPS';
       const entry = tcp.get(name) ?? { address, port: p.port, chains: [], tls, sni: new Set<string>() };
@@ -212,7 +212,9 @@ function buildOutboundListeners({ proxy, push, cache, settings }: GenerateInput)
       filterChains: l.chains,
       listenerFilters: l.tls && l.chains.some((c) => c.filterChainMatch) ? [tlsInspectorListenerFilter()] : [],
     });
-    out.push(cache.getOrBuild('lds', `lt|${name}|p${push.version}|${push.scopeKey(proxy)}`, () => ({ name, typeUrl: TypeUrl.Listener, bytes: encode(Listener, listener) })));
+    // keyed by its content: the listener is rebuilt only when what it read changed (lds-out above)
+    const bytes = encode(Listener, listener);
+    out.push(cache.getOrBuild('lds', `lt|${name}|${contentHash(bytes)}`, () => ({ name, typeUrl: TypeUrl.Listener, bytes })));
   }
   return out;
 }
@@ -223,8 +225,8 @@ function listeners(input: GenerateInput): ReadonlyArray<EncodedResource> {
   const inbound = inboundPorts(proxy, push, endpoints);
   // ... and the same security policy (mutual TLS and authorization: docs/adr/0080)
   const policy = `${push.policies.mtlsFor(proxy).key}|${input.settings.authz ? push.policies.authzFor(proxy).key : ''}`;
-  const memoKey = `lds-sidecar|${push.scopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}|${policy}`;
-  return push.memoizeWithEndpoints(memoKey, endpoints, () => sidecarListeners(inbound, input));
+  const memoKey = `lds-sidecar|${push.routingScopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}|${settingsKey(input.settings)}|${policy}`;
+  return push.memoize(memoKey, () => sidecarListeners(inbound, input), endpoints);
 }
 
 function sidecarListeners(inbound: ReadonlyArray<InboundPort>, input: GenerateInput): EncodedResource[] {

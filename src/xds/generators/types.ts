@@ -29,6 +29,18 @@ export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
   authz: true,
 });
 
+const settingsKeys = new WeakMap<GeneratorSettings, string>();
+
+/** A short key for memo keys of values that read the settings (one string per settings object). */
+export function settingsKey(settings: GeneratorSettings): string {
+  let k = settingsKeys.get(settings);
+  if (k === undefined) {
+    k = JSON.stringify(settings);
+    settingsKeys.set(settings, k);
+  }
+  return k;
+}
+
 /** Everything a generator reads. Generators are pure functions of this input. */
 export interface GenerateInput {
   readonly proxy: Proxy;

@@ -1,0 +1,458 @@
+/**
+ * Values derived from a snapshot, with the inputs each one read (docs/adr/0051).
+ *
+ * Every lookup of the snapshot that a derived value can depend on (a service by hostname, the
+ * VirtualService of a host, the destination rules of a host, the Sidecar scopes, a host's endpoints,
+ * …) records a *dependency key* in the innermost computation running. A derived value is stored
+ * with the keys it read, its own and those of the values it used. When the next snapshot is built,
+ * the model lists the keys its changes touch (a ChangeSet); a value whose keys the change set does
+ * not touch is carried over to the new snapshot instead of being computed again. Nothing is
+ * declared by hand: what a generator reads is what it depends on.
+ *
+ * Lists of many elements (a sidecar's clusters, its route configurations, its load assignments)
+ * are built element by element (`DerivedMemo.list`): each element keeps its own keys, so a change
+ * rebuilds the elements that read it and keeps the others. Building elements can be spread over
+ * turns of the event loop: under a deadline (`withDeadline`) a list that runs out of time keeps
+ * what it built and throws `NEED_TURN`; calling the same computation again continues where it
+ * stopped (docs/adr/0052).
+ */
+
+/** A key naming one input of derived values (see `Dep`). */
+export type DepKey = string;
+
+const SERVICE_PREFIX = 'svc:';
+
+/** Dependency keys, one spelling each. */
+export const Dep = {
+  /** The services with this hostname (any namespace, any registry). */
+  service: (hostname: string): DepKey => `svc:${hostname}`,
+  /** The list of all services (any service added, removed or changed). */
+  allServices: 'svc:*' as DepKey,
+  /** The mesh-bound VirtualServices with this exact host. */
+  virtualService: (host: string): DepKey => `vs:${host}`,
+  /** Mesh-bound VirtualServices with a wildcard host. */
+  wildcardVirtualServices: 'vs:*' as DepKey,
+  /** VirtualServices bound to one gateway (`mesh` or `ns/name`). */
+  gatewayVirtualServices: (gateway: string): DepKey => `vsgw:${gateway}`,
+  /** DestinationRules for this exact host. */
+  destinationRule: (host: string): DepKey => `dr:${host}`,
+  /** DestinationRules with a wildcard host. */
+  wildcardDestinationRules: 'dr:*' as DepKey,
+  /** Sidecar resources (proxies' scopes). */
+  sidecars: 'sidecar' as DepKey,
+  /** Gateway resources. */
+  gateways: 'gateway' as DepKey,
+  /** The endpoints of one hostname. */
+  endpoints: (hostname: string): DepKey => `ep:${hostname}`,
+  /** The snapshot's version string itself (values that embed it change with every snapshot). */
+  version: 'version' as DepKey,
+} as const;
+
+/** What changed between two snapshots: every dependency key it touches, or everything. */
+export class ChangeSet {
+  static readonly ALL = new ChangeSet(true, new Set());
+  static readonly NONE = new ChangeSet(false, new Set());
+
+  private constructor(
+    readonly all: boolean,
+    readonly keys: ReadonlySet<DepKey>,
+  ) {}
+
+  static of(keys: Iterable<DepKey>): ChangeSet {
+    const set = new Set(keys);
+    return set.size === 0 ? ChangeSet.NONE : new ChangeSet(false, set);
+  }
+
+  /** True when a value that read `deps` may differ. */
+  touches(deps: Deps): boolean {
+    if (this.all) return true;
+    if (this.keys.size === 0) return false;
+    if (Array.isArray(deps)) {
+      for (const d of deps) if (this.keys.has(d)) return true;
+      return false;
+    }
+    const set = deps as ReadonlySet<DepKey>;
+    if (set.size < this.keys.size) {
+      for (const d of set) if (this.keys.has(d)) return true;
+      return false;
+    }
+    for (const k of this.keys) if (set.has(k)) return true;
+    return false;
+  }
+
+  union(other: ChangeSet): ChangeSet {
+    if (this.all || other.all) return ChangeSet.ALL;
+    if (other.keys.size === 0) return this;
+    if (this.keys.size === 0) return other;
+    return ChangeSet.of([...this.keys, ...other.keys]);
+  }
+}
+
+/** The keys a value read: a small array, or a set for values that read many. */
+export type Deps = ReadonlyArray<DepKey> | ReadonlySet<DepKey>;
+
+const NO_DEPS: ReadonlyArray<DepKey> = Object.freeze([]);
+
+/** Something that knows which hosts' endpoints changed since an older version of itself. */
+export interface EndpointSource {
+  /** Hosts whose endpoints differ between `older` and this; undefined when that is no longer known. */
+  changedSince(older: EndpointSource): ReadonlySet<string> | undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recording
+
+/** The dependencies recorded by one running computation. */
+class Frame {
+  readonly keys = new Set<DepKey>();
+  /** The frame read every service: single services need not be listed (a change set holding any has the whole). */
+  allServices = false;
+
+  add(key: DepKey): void {
+    if (key === Dep.allServices) {
+      if (!this.allServices) {
+        this.allServices = true;
+        for (const k of this.keys) if (k.startsWith(SERVICE_PREFIX)) this.keys.delete(k);
+        this.keys.add(key);
+      }
+      return;
+    }
+    if (this.allServices && key.startsWith(SERVICE_PREFIX)) return;
+    this.keys.add(key);
+  }
+  /** The endpoint source read, if any (one per computation: generators read one index). */
+  endpoints: EndpointSource | undefined;
+}
+
+const frames: Frame[] = [];
+
+/** Records that the running computation (if any) read `key`. */
+export function recordDep(key: DepKey): void {
+  const top = frames[frames.length - 1];
+  if (top) top.add(key);
+}
+
+/** Records that the running computation read `key` from the endpoint source `source`. */
+export function recordEndpointDep(source: EndpointSource, hostname: string): void {
+  const top = frames[frames.length - 1];
+  if (!top) return;
+  top.add(Dep.endpoints(hostname));
+  top.endpoints = source;
+}
+
+function addDepsToTop(deps: Deps, endpoints: EndpointSource | undefined): void {
+  const top = frames[frames.length - 1];
+  if (!top) return;
+  for (const d of deps) top.add(d);
+  if (endpoints) top.endpoints = endpoints;
+}
+
+/** Runs `fn` with a recording frame of its own; its dependencies also count for the caller's frame. */
+function recorded<T>(fn: () => T): { value: T; deps: Deps; endpoints: EndpointSource | undefined } {
+  const frame = new Frame();
+  frames.push(frame);
+  let value: T;
+  try {
+    value = fn();
+  } finally {
+    frames.pop();
+  }
+  const deps = frozenDeps(frame.keys);
+  addDepsToTop(deps, frame.endpoints);
+  return { value, deps, endpoints: frame.endpoints };
+}
+
+/** Small dependency sets become arrays (cheaper to keep by the hundred thousand). */
+function frozenDeps(keys: Set<DepKey>): Deps {
+  if (keys.size === 0) return NO_DEPS;
+  if (keys.size <= 8) return Object.freeze([...keys]);
+  return keys;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deadlines
+
+/** Thrown by a list build that ran out of time under `withDeadline`; call the computation again. */
+export const NEED_TURN: unique symbol = Symbol('need a turn of the event loop');
+
+let deadline = Number.POSITIVE_INFINITY;
+
+/**
+ * Runs `fn` with a deadline (a `performance.now()` value): list builds that pass it keep what they
+ * built and throw NEED_TURN. Without a deadline (tests, one-off callers) nothing is ever cut.
+ */
+export function withDeadline<T>(until: number, fn: () => T): T {
+  const outer = deadline;
+  deadline = Math.min(outer, until);
+  try {
+    return fn();
+  } finally {
+    deadline = outer;
+  }
+}
+
+function pastDeadline(): boolean {
+  return deadline !== Number.POSITIVE_INFINITY && performance.now() >= deadline;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The memo
+
+interface Entry {
+  readonly value: unknown;
+  readonly deps: Deps;
+  /** The endpoint source the value read (validated against the caller's current one). */
+  readonly endpoints: EndpointSource | undefined;
+}
+
+/** One element of a list: the items it was built from and what it read. */
+interface ListItem<V> {
+  readonly key: string;
+  readonly values: ReadonlyArray<V>;
+  readonly deps: Deps;
+}
+
+interface ListState<V, I = unknown> {
+  /** Built items in order (undefined: not built yet); complete when `next === itemKeys.length`. */
+  readonly items: Array<ListItem<V> | undefined>;
+  readonly itemKeys: ReadonlyArray<string>;
+  readonly source: ReadonlyArray<I>;
+  /** The inputs the list's structure (which items, in what order) read. */
+  readonly structure: Deps;
+  /** The endpoint source the build runs against. */
+  readonly endpoints: EndpointSource | undefined;
+  /** Position of the first item not built yet (partial builds). */
+  next: number;
+  /** Items of an earlier build, by item key, to keep when their inputs did not change. */
+  readonly reuse: ReadonlyMap<string, ListItem<V>> | undefined;
+  /** What changed since `reuse` was built. */
+  readonly reuseChanges: ChangeSet;
+  readonly reuseEndpoints: EndpointSource | undefined;
+}
+
+interface ListEntry<V> {
+  readonly list: true;
+  readonly state: ListState<V>;
+  readonly value: ReadonlyArray<V> | undefined;
+  readonly deps: Deps;
+  readonly endpoints: EndpointSource | undefined;
+}
+
+function isListEntry(e: Entry | ListEntry<unknown>): e is ListEntry<unknown> {
+  return (e as ListEntry<unknown>).list === true;
+}
+
+/**
+ * The memo of one snapshot: values by key, each with its dependencies, and a view of the previous
+ * snapshot's memo with what changed since it.
+ */
+export class DerivedMemo {
+  private readonly entries = new Map<string, Entry | ListEntry<unknown>>();
+  private inherited: { memo: DerivedMemo; changes: ChangeSet } | undefined;
+  /** Counters for the debug view and tests. */
+  readonly stats = { computed: 0, reused: 0, carried: 0, listItemsBuilt: 0, listItemsKept: 0 };
+
+  /**
+   * @param previous the memo of the snapshot before, and what changed since; values of it whose
+   *   dependencies the changes do not touch are taken over on first use. Its own link to the
+   *   snapshot before it is dropped, so at most two snapshots' memos are alive.
+   */
+  constructor(previous?: { memo: DerivedMemo; changes: ChangeSet }) {
+    if (previous && !previous.changes.all) {
+      previous.memo.inherited = undefined;
+      this.inherited = previous;
+    }
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * The value under `key`, computed once and kept with what it read. `endpoints`: the caller's
+   * current endpoint source, for values that may read endpoints (a value that read an older one is
+   * reused only when none of the hosts it read changed since).
+   */
+  get<T>(key: string, compute: () => T, endpoints?: EndpointSource): T {
+    const hit = this.lookup(key, endpoints);
+    if (hit && !isListEntry(hit)) {
+      addDepsToTop(hit.deps, hit.endpoints);
+      this.stats.reused++;
+      return hit.value as T;
+    }
+    const r = recorded(compute);
+    this.stats.computed++;
+    this.entries.set(key, { value: r.value, deps: r.deps, endpoints: r.endpoints });
+    return r.value;
+  }
+
+  /** An entry valid for the caller (this snapshot's, or one carried over from the previous). */
+  private lookup(key: string, endpoints: EndpointSource | undefined): Entry | ListEntry<unknown> | undefined {
+    const own = this.entries.get(key);
+    if (own && valid(own, ChangeSet.NONE, endpoints)) return own;
+    const inh = this.inherited;
+    if (!inh) return undefined;
+    const prev = inh.memo.entries.get(key);
+    if (!prev || (isListEntry(prev) && prev.value === undefined) || !valid(prev, inh.changes, endpoints)) return undefined;
+    this.entries.set(key, prev);
+    this.stats.carried++;
+    return prev;
+  }
+
+  /**
+   * A list made of the elements of `items()`, one item at a time: `element(item)` returns the
+   * item's elements (none, one or several). The list's structure (`items`) and each item's elements
+   * are kept with what they read; a later snapshot rebuilds only the items whose inputs changed
+   * (and calls `items` again only when the structure's inputs changed). An element reads its item
+   * without recording it, so `itemKey` must name the item completely (an object item by its
+   * identity): an item under a known key is taken to be the same item. `reuseKey` names lists that
+   * share items (e.g. one scope's lists for different name sets): an entry missing under `key` starts
+   * from the latest list built under the same `reuseKey`.
+   *
+   * Under a deadline (`withDeadline`) a build that runs out of time keeps its progress and throws
+   * NEED_TURN once it has built at least one item; the next call continues.
+   */
+  list<I, V>(
+    key: string,
+    opts: { reuseKey?: string; endpoints?: EndpointSource },
+    items: () => ReadonlyArray<I>,
+    itemKey: (item: I) => string,
+    element: (item: I) => ReadonlyArray<V>,
+  ): ReadonlyArray<V> {
+    const own = this.entries.get(key) as ListEntry<V> | Entry | undefined;
+    let state: ListState<V, I>;
+    if (own && isListEntry(own) && own.value === undefined && own.state.endpoints === opts.endpoints) {
+      state = own.state as ListState<V, I>; // a build in progress: continue it
+    } else {
+      const hit = this.lookup(key, opts.endpoints) as ListEntry<V> | Entry | undefined;
+      if (hit && isListEntry(hit) && hit.value !== undefined) {
+        addDepsToTop(hit.deps, hit.endpoints);
+        this.stats.reused++;
+        return hit.value as ReadonlyArray<V>;
+      }
+      state = this.startList<I, V>(key, opts, items, itemKey);
+    }
+    // build (or keep) the remaining items
+    const built = state.items;
+    const started = state.next;
+    for (let i = state.next; i < state.itemKeys.length; i++) {
+      const k = state.itemKeys[i];
+      const old = state.reuse?.get(k);
+      if (old && !state.reuseChanges.touches(old.deps) && endpointsUnchanged(old.deps, state.reuseEndpoints, opts.endpoints)) {
+        built[i] = old;
+        this.stats.listItemsKept++;
+        state.next = i + 1;
+        continue;
+      }
+      if (i > started && pastDeadline()) {
+        state.next = i;
+        throw NEED_TURN;
+      }
+      const item = state.source[i];
+      const r = recorded(() => element(item));
+      built[i] = { key: k, values: r.value, deps: r.deps };
+      this.stats.listItemsBuilt++;
+      state.next = i + 1;
+    }
+    // complete: flatten, and keep with the union of everything read
+    const value: V[] = [];
+    const union = new Frame();
+    for (const d of state.structure) union.add(d);
+    for (const it of built) {
+      if (!it) continue;
+      for (const v of it.values) value.push(v);
+      for (const d of it.deps) union.add(d);
+    }
+    const deps = union.keys;
+    const frozen = frozenDeps(deps);
+    let readsEndpoints = false;
+    for (const d of deps) {
+      if (d.startsWith('ep:')) {
+        readsEndpoints = true;
+        break;
+      }
+    }
+    const endpoints = readsEndpoints ? opts.endpoints : undefined;
+    const done: ListEntry<V> = { list: true, state: { ...state, reuse: undefined, reuseChanges: ChangeSet.NONE, reuseEndpoints: undefined }, value, deps: frozen, endpoints };
+    this.entries.set(key, done as ListEntry<unknown>);
+    if (opts.reuseKey) this.entries.set(`~reuse|${opts.reuseKey}`, done as ListEntry<unknown>);
+    addDepsToTop(frozen, endpoints);
+    this.stats.computed++;
+    return value;
+  }
+
+  /**
+   * A new build of a list: its items (the previous structure when its inputs did not change), and
+   * the list to take unchanged items from — this key's latest (finished or partial), else the latest
+   * list of the reuse key, in this snapshot or the previous one.
+   */
+  private startList<I, V>(key: string, opts: { reuseKey?: string; endpoints?: EndpointSource }, items: () => ReadonlyArray<I>, itemKey: (item: I) => string): ListState<V, I> {
+    let base: ListState<V, I> | undefined;
+    let baseChanges = ChangeSet.NONE;
+    let sameKey = false;
+    const candidates: Array<[Map<string, Entry | ListEntry<unknown>>, ChangeSet]> = [[this.entries, ChangeSet.NONE]];
+    if (this.inherited) candidates.push([this.inherited.memo.entries, this.inherited.changes]);
+    for (const [entries, changes] of candidates) {
+      const own = entries.get(key);
+      const e = (own && isListEntry(own) ? own : opts.reuseKey ? entries.get(`~reuse|${opts.reuseKey}`) : undefined) as ListEntry<V> | undefined;
+      if (e && isListEntry(e)) {
+        base = e.state as ListState<V, I>;
+        baseChanges = changes;
+        sameKey = e === own;
+        break;
+      }
+    }
+    let source: ReadonlyArray<I>;
+    let itemKeys: ReadonlyArray<string>;
+    let structure: Deps;
+    if (base && sameKey && !baseChanges.touches(base.structure) && endpointsUnchanged(base.structure, base.endpoints, opts.endpoints)) {
+      // same items as before: only their elements may need building
+      ({ source, itemKeys, structure } = base);
+      addDepsToTop(structure, undefined);
+    } else {
+      const r = recorded(items);
+      source = r.value;
+      structure = r.deps;
+      itemKeys = source.map(itemKey);
+    }
+    let reuse: Map<string, ListItem<V>> | undefined;
+    if (base) {
+      reuse = new Map();
+      for (const x of base.items) if (x) reuse.set(x.key, x);
+    }
+    const state: ListState<V, I> = {
+      items: new Array<ListItem<V> | undefined>(itemKeys.length),
+      itemKeys,
+      source,
+      structure,
+      endpoints: opts.endpoints,
+      next: 0,
+      reuse,
+      reuseChanges: baseChanges,
+      reuseEndpoints: base?.endpoints,
+    };
+    this.entries.set(key, { list: true, state, value: undefined, deps: NO_DEPS, endpoints: undefined } as ListEntry<unknown>);
+    return state;
+  }
+}
+
+/** Whether an entry computed under `changes` (and with its endpoint source) still holds. */
+function valid(e: Entry | ListEntry<unknown>, changes: ChangeSet, endpoints: EndpointSource | undefined): boolean {
+  if (changes.touches(e.deps)) return false;
+  return endpointsUnchanged(e.deps, e.endpoints, endpoints);
+}
+
+/** True when none of the hosts whose endpoints `deps` read changed between `then` and `now`. */
+function endpointsUnchanged(deps: Deps, then: EndpointSource | undefined, now: EndpointSource | undefined): boolean {
+  if (!then || !now || then === now) return true;
+  const changed = now.changedSince(then);
+  if (!changed) {
+    for (const d of deps) if (d.startsWith('ep:')) return false;
+    return true;
+  }
+  if (changed.size === 0) return true;
+  for (const h of changed) {
+    if (Array.isArray(deps) ? deps.includes(Dep.endpoints(h)) : (deps as ReadonlySet<DepKey>).has(Dep.endpoints(h))) return false;
+  }
+  return true;
+}
