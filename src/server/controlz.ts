@@ -32,6 +32,9 @@ import { CONTROLZ_PAGE } from './controlz-page.js';
 import { HttpService, type HttpReply } from './http.js';
 import { PPROF_INDEX, Profiler } from './profiler.js';
 
+/** The JSON changes ControlZ takes are small; anything larger is refused unread (src/server/http.ts). */
+const JSON_BODY = { maxBodyBytes: 4096 } as const;
+
 const LOOP_RESOLUTION_MS = 10;
 /** Milliseconds a tick of the delay histogram came late. */
 const lag = (ns: number): number => (Number.isFinite(ns) ? Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS) : 0);
@@ -151,6 +154,7 @@ export function createControlZ(o: ControlZOptions, listenHost: string): ControlZ
           return { body: { levels: LOG_LEVELS, scopes: scopesView() } };
         })(req, url, body);
       }),
+      JSON_BODY,
     )
     .route(
       '/scopej/reset',
@@ -158,6 +162,7 @@ export function createControlZ(o: ControlZOptions, listenHost: string): ControlZ
         resetScopeLevels();
         return { body: { levels: LOG_LEVELS, scopes: scopesView() } };
       }),
+      JSON_BODY,
     )
     .route(
       '/memj',
@@ -241,6 +246,7 @@ export function createControlZ(o: ControlZOptions, listenHost: string): ControlZ
         setTimeout(() => kill(signal as (typeof CONTROLZ_SIGNALS)[number]), 100).unref();
         return { body: { sent: signal } };
       }),
+      JSON_BODY,
     );
 
   if (o.profile) {
