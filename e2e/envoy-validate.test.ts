@@ -3,14 +3,11 @@
  * and is referentially complete, checked by the Go program tools/xds-validate (built from
  * go-control-plane's generated validators) acting as an Envoy-shaped ADS client.
  */
-import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath } from '../test/support/go-tools.js';
+import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath, runXdsValidate } from '../test/support/go-tools.js';
 import { makeConfigDir, REPO_ROOT, startDaemon, type ConfigDir, type Daemon } from '../test/support/daemon.js';
 
-const run = promisify(execFile);
 
 interface Report {
   ok: boolean;
@@ -92,14 +89,7 @@ describe('generated Envoy config passes Envoy validation and integrity checks', 
 
   async function validate(nodeId: string, metadata: object, extra: string[] = []): Promise<Report> {
     const args = ['-addr', daemon.grpcAddr, '-node-id', nodeId, '-metadata', JSON.stringify(metadata), '-timeout', '15s', ...extra];
-    try {
-      const { stdout } = await run(validator, args, { maxBuffer: 64 << 20 });
-      return JSON.parse(stdout) as Report;
-    } catch (e) {
-      const out = (e as { stdout?: string }).stdout;
-      if (out) return JSON.parse(out) as Report;
-      throw e;
-    }
+    return runXdsValidate<Report>(validator, args);
   }
 
   it.each([

@@ -58,3 +58,24 @@ export async function goToolPath(name: string): Promise<string> {
   }
   return path;
 }
+
+/**
+ * Runs tools/xds-validate with `args` and returns its JSON report, also when it exits non-zero
+ * (it does when the configuration breaks a rule; the report says which).
+ */
+export async function runXdsValidate<Report>(bin: string, args: readonly string[]): Promise<Report> {
+  const { execFile } = await import('node:child_process');
+  return new Promise((resolveReport, reject) => {
+    execFile(bin, [...args], { maxBuffer: 64 << 20, encoding: 'utf8' }, (err, stdout) => {
+      if (stdout) {
+        try {
+          resolveReport(JSON.parse(stdout) as Report);
+          return;
+        } catch (parseError) {
+          if (!err) return reject(parseError as Error);
+        }
+      }
+      reject(err ?? new Error('xds-validate printed nothing'));
+    });
+  });
+}

@@ -4,19 +4,16 @@
  * gRPC clients get none of them (gRPC's xDS client implements neither slow start, zone-aware
  * routing, retry budgets, keepalives nor generated cookies).
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
 import type { RouteConfiguration } from '../../src/gen/envoy/config/route/v3/route.js';
 import { HttpProtocolOptions } from '../../src/gen/envoy/extensions/upstreams/http/v3/http_protocol_options.js';
 import { DEFAULT_HTTP2_KEEPALIVE_TIMEOUT_MS, SLOW_START_AGGRESSION_RUNTIME_KEY } from '../../src/xds/envoy/clusters.js';
 import { hcmOf } from '../support/decode.js';
 import { makeConfigDir, startDaemon, type ConfigDir, type Daemon } from '../support/daemon.js';
-import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath } from '../support/go-tools.js';
+import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath, runXdsValidate } from '../support/go-tools.js';
 import { grpcClient, modelFromYaml, router, sidecar, TypeUrl, type TestModel } from '../support/model.js';
 import type { Proxy } from '../../src/model/proxy.js';
 
-const run = promisify(execFile);
 const RATINGS = 'ratings.default.svc.cluster.local';
 const ECHO = 'echo.default.svc.cluster.local';
 const HTTP_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
@@ -400,14 +397,7 @@ spec:
 
   async function validate(nodeId: string, metadata: object): Promise<Report> {
     const args = ['-addr', daemon.grpcAddr, '-node-id', nodeId, '-metadata', JSON.stringify(metadata), '-timeout', '20s', '-dump'];
-    try {
-      const { stdout } = await run(validator, args, { maxBuffer: 64 << 20 });
-      return JSON.parse(stdout) as Report;
-    } catch (e) {
-      const out = (e as { stdout?: string }).stdout;
-      if (out) return JSON.parse(out) as Report;
-      throw e;
-    }
+    return runXdsValidate<Report>(validator, args);
   }
 
   it.each([
