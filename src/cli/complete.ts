@@ -21,7 +21,7 @@
  * hidden: it is in no help and no completion.
  */
 import type { Argument, Command, Option } from 'commander';
-import type { CliIO } from './runner.js';
+import type { CliIO } from './io.js';
 
 export const COMPLETE_COMMAND = '__complete';
 export const COMPLETE_NO_DESC_COMMAND = '__completeNoDesc';

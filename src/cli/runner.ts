@@ -11,22 +11,10 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { parseBool } from '../util/parse.js';
+import type { CliIO } from './io.js';
 import { COMPLETE_COMMAND, COMPLETE_NO_DESC_COMMAND, runCompletionRequest, type CompletionProviders } from './complete.js';
 
-export interface CliIO {
-  readonly out: (text: string) => void;
-  readonly err: (text: string) => void;
-  readonly env: Readonly<Record<string, string | undefined>>;
-  /** True when standard output is a terminal (colour is allowed); absent means no. */
-  readonly isTTY?: boolean;
-  /** All of standard input as UTF-8 text (for `-f -`); absent when there is none to read. */
-  readonly readStdin?: () => Promise<string>;
-  /**
-   * Shows `prompt` and reads one line typed by the user (for confirmations); present only when
-   * standard input is a terminal.
-   */
-  readonly readLine?: (prompt: string) => Promise<string>;
-}
+export type { CliIO };
 
 /** One line from a terminal on standard input, after `prompt` on standard output. */
 async function readTerminalLine(prompt: string): Promise<string> {

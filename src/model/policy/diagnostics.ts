@@ -6,7 +6,7 @@
  */
 import type { ConfigObject } from '../../config/types.js';
 import { unknownConditionKeys, unsupportedAttributes } from './attributes.js';
-import type { AuthzPolicy } from './index.js';
+import type { AuthzPolicy } from './types.js';
 
 export interface PolicyDiagnostic {
   readonly kind: 'AuthorizationPolicy' | 'RequestAuthentication' | 'DestinationRule' | 'Gateway';

@@ -5,9 +5,10 @@
  * PushContext; per-workload answers are memoized by namespace and labels, and each carries a `key`
  * naming exactly the inputs it came from, for the generators' cache keys.
  */
-import type { AuthorizationPolicy, PeerAuthentication, Rule } from '../../gen/config/schemas.js';
+import type { AuthorizationPolicy, PeerAuthentication } from '../../gen/config/schemas.js';
 import type { ConfigObject, ConfigStore } from '../../config/types.js';
 import { objectId } from '../../util/identity.js';
+import type { AuthzAction, AuthzPolicy } from './types.js';
 import type { MeshSettings } from '../mesh-settings.js';
 import { labelsMatch } from '../service.js';
 import { credentialDiagnostics, policyDiagnostics, type PolicyDiagnostic } from './diagnostics.js';
@@ -40,17 +41,7 @@ export function mtlsModeForPort(m: WorkloadMtls, port: number): MtlsMode {
   return m.ports.find(([p]) => p === port)?.[1] ?? m.mode;
 }
 
-export type AuthzAction = 'ALLOW' | 'DENY' | 'AUDIT' | 'CUSTOM';
-
-export interface AuthzPolicy {
-  readonly source: ConfigObject<AuthorizationPolicy>;
-  readonly namespace: string;
-  readonly name: string;
-  readonly action: AuthzAction;
-  /** `mesh.io/dry-run: "true"`: evaluated and reported, never enforced. */
-  readonly dryRun: boolean;
-  readonly rules: ReadonlyArray<Rule>;
-}
+export type { AuthzAction, AuthzPolicy };
 
 /** The authorization policies of one workload, ordered by namespace then name. */
 export interface WorkloadAuthz {

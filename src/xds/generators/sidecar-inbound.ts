@@ -15,13 +15,18 @@ import { Listener } from '../../gen/envoy/config/listener/v3/listener.js';
 import type { HttpFilter } from '../../gen/envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.js';
 import type { MeshSettings } from '../../model/mesh-settings.js';
 import { mtlsModeForPort, type MtlsMode, type WorkloadAuthz, type WorkloadMtls } from '../../model/policy/index.js';
-import { isHttpProtocol } from '../../model/service.js';
+import { isHttpProtocol, type Protocol } from '../../model/service.js';
 import { buildListener, hcmFilter, originalDstListenerFilter, tcpProxyFilter, tlsInspectorListenerFilter, type FilterChainShape, type HcmOptions } from '../envoy/listeners.js';
 import { INBOUND_CAPTURE_PORT, INBOUND_PASSTHROUGH_CLUSTER, VIRTUAL_INBOUND_LISTENER, inboundClusterName } from '../envoy/names.js';
 import type { Shape } from '../envoy/pack.js';
 import { httpAuthzFilters, networkAuthzFilters, type FilterShape } from '../envoy/security/authz.js';
 import { MESH_ALPN, acceptedTrustDomains, meshServerTls } from '../envoy/security/tls.js';
-import type { InboundPort } from './sidecar.js';
+
+/** A port of the proxy's own workload, from the endpoints that carry the proxy's IP. */
+export interface InboundPort {
+  readonly port: number;
+  readonly protocol: Protocol;
+}
 
 export interface InboundInput {
   readonly ports: ReadonlyArray<InboundPort>;

@@ -9,7 +9,7 @@ import { Listener } from '../../gen/envoy/config/listener/v3/listener.js';
 import type { EndpointIndex } from '../../model/endpoint-index.js';
 import type { Proxy } from '../../model/proxy.js';
 import type { PushContext } from '../../model/push-context.js';
-import { isHttpProtocol, type Protocol, type Service } from '../../model/service.js';
+import { isHttpProtocol, type Service } from '../../model/service.js';
 import { contentHash } from '../../util/hash.js';
 import { objectId } from '../../util/identity.js';
 import type { EncodedResource } from '../cache.js';
@@ -31,14 +31,10 @@ import { TypeUrl } from '../types.js';
 import { generateEndpoints, visibleOutboundClusters } from './common.js';
 import { httpPlan, sidecarRoutes, vipChainMatch } from './sidecar-http.js';
 import { NO_AUTHZ } from '../../model/policy/index.js';
-import { buildInboundListener } from './sidecar-inbound.js';
+import { buildInboundListener, type InboundPort } from './sidecar-inbound.js';
 import { settingsKey, type GenerateInput, type GeneratorSet, type GeneratorSettings } from './types.js';
 
-/** A port of the proxy's own workload, from the endpoints that carry the proxy's IP. */
-export interface InboundPort {
-  readonly port: number;
-  readonly protocol: Protocol;
-}
+export type { InboundPort };
 
 /** The proxy's inbound ports: endpoints at its IP addresses, one entry per target port. */
 export function inboundPorts(proxy: Proxy, push: PushContext, endpoints: EndpointIndex): InboundPort[] {

@@ -11,7 +11,7 @@ import { registerExperimental as proxyStatus } from './proxy-status.js';
 import { register as xDebug } from './x-debug.js';
 import { register as revision } from './revision.js';
 import { register as uninstall } from './uninstall.js';
-import type { RegisterCommand } from './index.js';
+import type { RegisterCommand } from './types.js';
 
 export const EXPERIMENTAL_COMMANDS: readonly RegisterCommand[] = [createRemoteSecret, precheck, proxyStatus, revision, uninstall, xDebug];
 

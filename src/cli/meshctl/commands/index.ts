@@ -3,8 +3,7 @@
  * only declares the command (arguments, flags, help) and imports anything heavy inside its action,
  * so that start-up stays fast. New commands are added to this list.
  */
-import type { Command } from 'commander';
-import type { Cli } from '../../runner.js';
+import type { RegisterCommand } from './types.js';
 import { register as admin } from './admin.js';
 import { register as analyze } from './analyze.js';
 import { register as completion } from './completion.js';
@@ -23,6 +22,6 @@ import { register as validate } from './validate.js';
 import { register as verifyInstall } from './verify-install.js';
 import { register as version } from './version.js';
 
-export type RegisterCommand = (program: Command, cli: Cli) => Command;
+export type { RegisterCommand };
 
 export const COMMANDS: readonly RegisterCommand[] = [admin, analyze, completion, dashboard, experimental, install, manifest, operator, options, profile, proxyConfig, proxyStatus, tag, upgrade, validate, verifyInstall, version];
