@@ -68,7 +68,11 @@ async function storm(c: StormCommand): Promise<void> {
   const wallMs = performance.now() - started;
   for (const cl of clients) cl.close();
   latencies.sort((a, b) => a - b);
-  process.send?.({ ev: 'done', latenciesMs: latencies, wallMs, errors } satisfies StormEvent);
+  // wait until the report is handed to the parent: exiting first can drop a large message
+  await new Promise<void>((resolve) => {
+    if (!process.send) return resolve();
+    process.send({ ev: 'done', latenciesMs: latencies, wallMs, errors } satisfies StormEvent, undefined, {}, () => resolve());
+  });
 }
 
 process.once('message', (c: StormCommand) => {
