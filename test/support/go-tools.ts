@@ -7,7 +7,7 @@
  * compiles the whole Envoy API and takes minutes, so call goToolPath from a hook with a long
  * timeout, e.g. `beforeAll(async () => { bin = await goToolPath('xds-validate'); }, GO_TOOL_BUILD_TIMEOUT_MS)`.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -64,7 +64,6 @@ export async function goToolPath(name: string): Promise<string> {
  * (it does when the configuration breaks a rule; the report says which).
  */
 export async function runXdsValidate<Report>(bin: string, args: readonly string[]): Promise<Report> {
-  const { execFile } = await import('node:child_process');
   return new Promise((resolveReport, reject) => {
     execFile(bin, [...args], { maxBuffer: 64 << 20, encoding: 'utf8' }, (err, stdout) => {
       if (stdout) {
