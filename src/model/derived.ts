@@ -44,6 +44,8 @@ export const Dep = {
   gateways: 'gateway' as DepKey,
   /** The endpoints of one hostname. */
   endpoints: (hostname: string): DepKey => `ep:${hostname}`,
+  /** Security policies (PeerAuthentication, AuthorizationPolicy, RequestAuthentication), any of them. */
+  policies: 'policy' as DepKey,
   /** The snapshot's version string itself (values that embed it change with every snapshot). */
   version: 'version' as DepKey,
 } as const;

@@ -104,12 +104,6 @@ export class PushContext {
   private readonly resolvedBySource = new Map<ConfigObject<VirtualService>, ResolvedVirtualService>();
   private readonly sources: { readonly vs: ReadonlyArray<ConfigObject<VirtualService>>; readonly dr: ReadonlyArray<ConfigObject<DestinationRule>> };
   private readonly autoAddresses: ReadonlyMap<string, string>;
-  /**
-   * The security policies (PeerAuthentication, AuthorizationPolicy, RequestAuthentication) as listed:
-   * generators read them through `policies`, outside dependency tracking, so a change to any of them
-   * makes the next snapshot derive everything anew (changesBetween).
-   */
-  private readonly securitySources: ReadonlyArray<ReadonlyArray<ConfigObject<unknown>>>;
 
   private constructor(input: PushContextInput) {
     this.versionString = input.version;
@@ -149,7 +143,6 @@ export class PushContext {
     this.gatewayList = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
     this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
     this.policies = new PolicyIndex({ configs: input.configs, mesh: this.mesh });
-    this.securitySources = SECURITY_KINDS.map((k) => input.configs.list<unknown>(k));
     this.changes = input.previous ? changesBetween(input.previous, this) : ChangeSet.ALL;
     this.derived = new DerivedMemo(input.previous ? { memo: input.previous.derived, changes: this.changes } : undefined);
   }
@@ -474,10 +467,8 @@ function changesBetween(prev: PushContext, next: PushContext): ChangeSet {
   if (prev.mesh !== next.mesh || prev.features !== next.features || prev.usesSourceMatch !== next.usesSourceMatch || p.destinationRulesSelectWorkloads !== n.destinationRulesSelectWorkloads) {
     return ChangeSet.ALL;
   }
-  let securityChanged = false;
-  p.securitySources.forEach((before, i) => forChanged(before, n.securitySources[i] ?? [], () => (securityChanged = true)));
-  if (securityChanged) return ChangeSet.ALL;
   const keys = new Set<DepKey>([Dep.version]);
+  prev.policies.sources.forEach((before, i) => forChanged(before, next.policies.sources[i] ?? [], () => keys.add(Dep.policies)));
   const vsKeys = (ctx: Internals, src: ConfigObject<VirtualService>): void => {
     const r = ctx.resolvedBySource.get(src);
     if (!r) {
@@ -547,10 +538,7 @@ interface Internals {
   readonly servicesByHost: ReadonlyMap<string, ReadonlyArray<Service>>;
   readonly destinationRulesSelectWorkloads: boolean;
   readonly autoAddresses: ReadonlyMap<string, string>;
-  readonly securitySources: ReadonlyArray<ReadonlyArray<ConfigObject<unknown>>>;
 }
-
-const SECURITY_KINDS = ['PeerAuthentication', 'AuthorizationPolicy', 'RequestAuthentication'] as const;
 
 /** Calls `fn` for every object (by namespace/name) that differs between the two lists: added, removed or replaced. */
 function forChanged<T>(before: ReadonlyArray<ConfigObject<T>>, after: ReadonlyArray<ConfigObject<T>>, fn: (old: ConfigObject<T> | undefined, cur: ConfigObject<T> | undefined) => void): void {

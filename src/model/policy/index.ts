@@ -5,10 +5,11 @@
  * PushContext; per-workload answers are memoized by namespace and labels, and each carries a `key`
  * naming exactly the inputs it came from, for the generators' cache keys.
  */
-import type { AuthorizationPolicy, PeerAuthentication } from '../../gen/config/schemas.js';
+import type { AuthorizationPolicy, PeerAuthentication, RequestAuthentication } from '../../gen/config/schemas.js';
 import type { ConfigObject, ConfigStore } from '../../config/types.js';
 import { objectId } from '../../util/identity.js';
 import type { AuthzAction, AuthzPolicy } from './types.js';
+import { Dep, recordDep } from '../derived.js';
 import type { MeshSettings } from '../mesh-settings.js';
 import { labelsMatch } from '../service.js';
 import { credentialDiagnostics, policyDiagnostics, type PolicyDiagnostic } from './diagnostics.js';
@@ -84,6 +85,12 @@ export class PolicyIndex {
   readonly hasAuthz: boolean;
   /** Problems a user should hear about (logged by the model when they first appear). */
   readonly diagnostics: ReadonlyArray<PolicyDiagnostic>;
+  /**
+   * The policy objects this index was built from (PeerAuthentication, AuthorizationPolicy,
+   * RequestAuthentication): a snapshot compares them with the previous one's to see whether any
+   * policy changed.
+   */
+  readonly sources: ReadonlyArray<ReadonlyArray<ConfigObject<unknown>>>;
 
   constructor(input: PolicyIndexInput) {
     this.mesh = input.mesh;
@@ -110,8 +117,10 @@ export class PolicyIndex {
       this.authz.set(entry.namespace, list);
     }
     this.hasAuthz = aps.length > 0;
+    const ras = input.configs.list<RequestAuthentication>('RequestAuthentication');
+    this.sources = [pas, aps, ras];
     this.diagnostics = [
-      ...policyDiagnostics([...this.authz.values()].flat(), input.configs.list('RequestAuthentication')),
+      ...policyDiagnostics([...this.authz.values()].flat(), ras),
       ...credentialDiagnostics(input.configs.list('DestinationRule'), input.configs.list('Gateway')),
     ];
   }
@@ -130,6 +139,7 @@ export class PolicyIndex {
    * Port-level settings come from the workload-level policy (UNSET ports inherit its mode).
    */
   mtlsFor(w: PolicyWorkload): WorkloadMtls {
+    recordDep(Dep.policies);
     return this.memoize(`pa|${w.namespace}|${labelsKey(w.labels)}`, () => {
       const inNs = this.peerAuthn.get(w.namespace) ?? [];
       const mesh = (this.peerAuthn.get(this.mesh.rootNamespace) ?? []).find((p) => !p.selector);
@@ -152,6 +162,7 @@ export class PolicyIndex {
 
   /** The AuthorizationPolicies that apply to a workload (all actions, dry-run ones included). */
   authzFor(w: PolicyWorkload): WorkloadAuthz {
+    recordDep(Dep.policies);
     if (!this.hasAuthz) return EMPTY_AUTHZ;
     return this.memoize(`ap|${w.namespace}|${labelsKey(w.labels)}`, () => {
       const policies = this.applicable(this.authz, w, (p) => p.source.spec);
