@@ -10,6 +10,8 @@ import { configReportText, type ConfigRejection } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { createDaemonMetrics } from './daemon-metrics.js';
 import { MeshModel } from '../model/mesh-model.js';
+import { KubeCredentialSource } from '../registry/kube/credentials.js';
+import { credentialAccess } from '../security/credential-access.js';
 import type { ServiceRegistry } from '../model/registry.js';
 import { AggregateRegistry } from '../registry/aggregate.js';
 import { MockRegistry } from '../registry/mock.js';
@@ -138,12 +140,15 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const remotes = cluster ? createRemoteClusters(remoteClustersSetup(cfg, mesh.trustDomain), cluster.client, registry, metrics, logs.source) : undefined;
   await remotes?.start();
 
+  // Gateway credentials: the Secrets connected gateways name, served over SDS (docs/adr/0105)
+  const credentials = cluster ? new KubeCredentialSource({ client: cluster.client, log: logs.source, errors: metrics.sdsCertificateErrors }) : undefined;
+
   // Model and xDS
   const model = new MeshModel(
     store,
     registry,
     mesh,
-    { debounceAfterMs: cfg.debounceAfterMs, debounceMaxMs: cfg.debounceMaxMs, edsDebounce: cfg.edsDebounce, features: cfg.features },
+    { debounceAfterMs: cfg.debounceAfterMs, debounceMaxMs: cfg.debounceMaxMs, edsDebounce: cfg.edsDebounce, features: cfg.features, credentials },
     metrics,
     logs.model,
   );
@@ -163,7 +168,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     new Set(cfg.xdsCache.cds ? [] : ['cds']),
   );
   // Filled in once the controllers exist (they need the model, which the ADS server feeds from).
-  const late: { controllers?: DaemonControllers; debug?: DebugHandler } = {};
+  const late: { controllers?: DaemonControllers; debug?: DebugHandler; watchCredentials?: () => void } = {};
   const ads = new DiscoveryServer({
     model: () => model.current(),
     generatorsFor,
@@ -173,9 +178,14 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     log: logs.ads,
     options: { ...cfg.ads, controlPlaneId: cfg.podName || `meshd-${process.pid}` },
     debug: (typeUrl, caller) => late.debug?.(typeUrl, caller) ?? { code: grpc.status.UNAVAILABLE, message: 'the daemon is starting' },
+    access: credentialAccess(metrics.sdsCertificateErrors, logs.ads),
     observer: {
-      connected: (proxy) => late.controllers?.workloadEntries?.connected(proxy),
+      connected: (proxy) => {
+        if (proxy.type === 'router') late.watchCredentials?.();
+        return late.controllers?.workloadEntries?.connected(proxy);
+      },
       disconnected: (proxy) => {
+        if (proxy.type === 'router') late.watchCredentials?.();
         late.controllers?.distribution?.onDisconnect(proxy.id);
         return late.controllers?.workloadEntries?.disconnected(proxy);
       },
@@ -184,6 +194,18 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     },
   });
   model.onPush((req) => ads.push(req));
+  if (credentials) {
+    // the Secrets read are those the connected gateways' configuration names, in their namespaces
+    late.watchCredentials = () => {
+      const push = model.current().push;
+      const keys = new Set<string>();
+      for (const c of ads.connections.values()) if (c.proxy.type === 'router') for (const k of push.credentialReferences(c.proxy)) keys.add(k);
+      credentials.want(keys);
+    };
+    model.onPush((req) => {
+      if (req.full) late.watchCredentials?.();
+    });
+  }
 
   // The webhooks (--httpsAddr): injection and validation, with the serving certificate of the identity side.
   let webhooks: WebhookSide | undefined;
@@ -284,6 +306,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       fileSource?.stop();
       await remotes?.stop();
       await gatewayApi?.stop();
+      await credentials?.stop();
       await cluster?.stop();
       await meshSources.stop();
       registry.stop();

@@ -33,6 +33,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     ldsReject: new Gauge({ name: 'disc_xds_lds_reject', help: 'LDS rejected.', labelNames: ['node', 'err'], registers: r }),
     rdsReject: new Gauge({ name: 'disc_xds_rds_reject', help: 'RDS rejected.', labelNames: ['node', 'err'], registers: r }),
     expiredNonce: new Counter({ name: 'disc_xds_expired_nonce', help: 'xDS requests carrying an expired nonce.', labelNames: ['type'], registers: r }),
+    sdsCertificateErrors: new Counter({ name: 'disc_sds_certificate_errors_total', help: 'Failures fetching an SDS key and certificate.', registers: r }),
     internalErrors: new Counter({ name: 'disc_total_xds_internal_errors', help: 'Internal xDS errors.', registers: r }),
     writeTimeouts: new Counter({ name: 'disc_xds_write_timeout', help: 'xDS response write timeouts.', registers: r }),
     pushContextErrors: new Counter({ name: 'disc_xds_push_context_errors', help: 'Errors (timeouts) initiating the push context.', registers: r }),

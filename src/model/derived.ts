@@ -46,6 +46,8 @@ export const Dep = {
   endpoints: (hostname: string): DepKey => `ep:${hostname}`,
   /** Security policies (PeerAuthentication, AuthorizationPolicy, RequestAuthentication), any of them. */
   policies: 'policy' as DepKey,
+  /** One Kubernetes Secret named by a `credentialName` (`namespace/name`, docs/adr/0105). */
+  credential: (key: string): DepKey => `secret:${key}`,
   /** The snapshot's version string itself (values that embed it change with every snapshot). */
   version: 'version' as DepKey,
 } as const;

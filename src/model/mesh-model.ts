@@ -15,12 +15,15 @@ import { allocateAddresses } from './address-allocation.js';
 import type { RegistryEvent, ServiceRegistry } from './registry.js';
 import type { Endpoint } from './service.js';
 import { diagnosticText } from './policy/diagnostics.js';
+import type { CredentialSource } from './credentials.js';
 
 export interface MeshModelOptions {
   readonly debounceAfterMs: number;
   readonly debounceMaxMs: number;
   readonly edsDebounce: boolean;
   readonly features: FeatureFlags;
+  /** Gateway credentials (Kubernetes Secrets, docs/adr/0105); none without a cluster. */
+  readonly credentials?: CredentialSource;
 }
 
 /** Kinds whose changes are handled by a registry rather than a snapshot rebuild on their own. */
@@ -60,6 +63,12 @@ export class MeshModel {
       this.store.onEvent((e) => this.onConfigEvent(e)),
       this.registry.onEvent((e) => this.onRegistryEvent(e)),
     );
+    const credentials = this.opts.credentials;
+    if (credentials) {
+      // a Secret change is a config change of its own kind: the snapshot is rebuilt and only the
+      // values that read that Secret (its SDS resource, its gateways' listeners) are computed again
+      this.unsubscribers.push(credentials.onChange(() => this.debouncer.push(pushRequest({ full: true, reason: 'secret', kinds: ['Secret'] }))));
+    }
     this.rebuildAll();
   }
 
@@ -102,7 +111,7 @@ export class MeshModel {
     if (this.opts.features.autoAddresses === true) this.autoAddresses = allocateAddresses(services, this.autoAddresses);
     // the previous snapshot lends the new one every derived value its changes do not touch
     const previous = this.versionCounter > 1 ? this.push : undefined;
-    const push = PushContext.build({ version, configs: this.store, services, mesh: this.mesh, features: this.opts.features, autoAddresses: this.autoAddresses, previous });
+    const push = PushContext.build({ version, configs: this.store, services, mesh: this.mesh, features: this.opts.features, autoAddresses: this.autoAddresses, previous, credentials: this.opts.credentials?.current() });
     this.metrics.services.set(push.services.length);
     this.logPolicyDiagnostics(push);
     const shadowed = this.registry.shadowedServices?.() ?? [];

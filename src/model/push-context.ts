@@ -6,6 +6,7 @@ import type { MeshSettings } from './mesh-settings.js';
 import type { Proxy } from './proxy.js';
 import { labelsMatch, type Service } from './service.js';
 import { PolicyIndex } from './policy/index.js';
+import { CACERT_SUFFIX, CredentialSet, type CredentialLookup } from './credentials.js';
 
 /** A VirtualService after host resolution, gateway resolution and delegate merging. */
 export interface ResolvedVirtualService {
@@ -58,6 +59,8 @@ export interface PushContextInput {
    * are carried over (model/derived.ts).
    */
   readonly previous?: PushContext;
+  /** Gateway credentials (Kubernetes Secrets named by `credentialName`); none when absent. */
+  readonly credentials?: CredentialSet;
 }
 
 const byCreation = (a: ConfigObject, b: ConfigObject): number =>
@@ -104,6 +107,9 @@ export class PushContext {
   private readonly resolvedBySource = new Map<ConfigObject<VirtualService>, ResolvedVirtualService>();
   private readonly sources: { readonly vs: ReadonlyArray<ConfigObject<VirtualService>>; readonly dr: ReadonlyArray<ConfigObject<DestinationRule>> };
   private readonly autoAddresses: ReadonlyMap<string, string>;
+  private readonly credentialSet: CredentialSet;
+  /** `credentialName`s of DestinationRules (TLS origination at gateways), in creation order. */
+  private readonly drCredentials: ReadonlyArray<string>;
 
   private constructor(input: PushContextInput) {
     this.versionString = input.version;
@@ -143,6 +149,16 @@ export class PushContext {
     this.gatewayList = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
     this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
     this.policies = new PolicyIndex({ configs: input.configs, mesh: this.mesh });
+    this.credentialSet = input.credentials ?? CredentialSet.EMPTY;
+    this.drCredentials = [
+      ...new Set(
+        drs.flatMap((c) => {
+          const tp = c.spec.trafficPolicy;
+          const all = [tp, ...(tp?.portLevelSettings ?? []), ...(c.spec.subsets ?? []).flatMap((s) => [s.trafficPolicy, ...(s.trafficPolicy?.portLevelSettings ?? [])])];
+          return all.map((p) => p?.tls?.credentialName).filter((n): n is string => typeof n === 'string' && n !== '');
+        }),
+      ),
+    ];
     this.changes = input.previous ? changesBetween(input.previous, this) : ChangeSet.ALL;
     this.derived = new DerivedMemo(input.previous ? { memo: input.previous.derived, changes: this.changes } : undefined);
   }
@@ -444,6 +460,48 @@ export class PushContext {
     return result;
   }
 
+  /**
+   * The Secret `namespace/name` named by a `credentialName` (docs/adr/0105): pending while it loads,
+   * missing, or present. Records the Secret as a dependency of the value being computed.
+   */
+  credential(namespace: string, name: string): CredentialLookup {
+    recordDep(Dep.credential(`${namespace}/${name}`));
+    return this.credentialSet.get(namespace, name);
+  }
+
+  /** `credentialName`s written in DestinationRules (any namespace). */
+  destinationRuleCredentials(): ReadonlyArray<string> {
+    recordDep(Dep.wildcardDestinationRules);
+    return this.drCredentials;
+  }
+
+  /**
+   * The Secrets a gateway proxy's configuration names, as `namespace/name` in the proxy's namespace
+   * (the `credentialName`s of the Gateway servers that select it and of DestinationRules), each with
+   * its `-cacert` companion; names of another namespace (`ns/name`) are never read for it.
+   */
+  credentialReferences(proxy: Proxy): string[] {
+    if (proxy.type !== 'router') return [];
+    const names = new Set<string>();
+    const add = (n: string | undefined): void => {
+      if (!n) return;
+      const slash = n.indexOf('/');
+      const ns = slash >= 0 ? n.slice(0, slash) : proxy.namespace;
+      const name = slash >= 0 ? n.slice(slash + 1) : n;
+      if (ns !== proxy.namespace || !name) return;
+      names.add(`${ns}/${name}`);
+      if (!name.endsWith(CACERT_SUFFIX)) names.add(`${ns}/${name}${CACERT_SUFFIX}`);
+    };
+    for (const gw of this.gatewaysFor(proxy)) {
+      for (const s of gw.spec.servers ?? []) {
+        add(s.tls?.credentialName);
+        for (const n of s.tls?.credentialNames ?? []) add(n);
+      }
+    }
+    for (const n of this.drCredentials) add(n);
+    return [...names].sort();
+  }
+
   /** Gateways whose selector matches a router proxy. */
   gatewaysFor(proxy: Proxy): ReadonlyArray<ConfigObject<Gateway>> {
     return this.gateways.filter(
@@ -497,6 +555,18 @@ function changesBetween(prev: PushContext, next: PushContext): ChangeSet {
   });
   forChanged(p.gatewayList, n.gatewayList, () => keys.add(Dep.gateways));
   forChanged(p.sidecars, n.sidecars, () => keys.add(Dep.sidecars));
+  if (p.credentialSet !== n.credentialSet) {
+    // a Secret is named by its key: values that read one Secret rebuild when it changes
+    const before = p.credentialSet;
+    const after = n.credentialSet;
+    const all = new Set([...before.byKey.keys(), ...after.byKey.keys(), ...before.pending, ...after.pending]);
+    for (const k of all) {
+      const slash = k.indexOf('/');
+      const a = before.get(k.slice(0, slash), k.slice(slash + 1));
+      const b = after.get(k.slice(0, slash), k.slice(slash + 1));
+      if (!sameLookup(a, b)) keys.add(Dep.credential(k));
+    }
+  }
   let servicesChanged = false;
   for (const [host, list] of n.servicesByHost) {
     const before = p.servicesByHost.get(host);
@@ -538,6 +608,14 @@ interface Internals {
   readonly servicesByHost: ReadonlyMap<string, ReadonlyArray<Service>>;
   readonly destinationRulesSelectWorkloads: boolean;
   readonly autoAddresses: ReadonlyMap<string, string>;
+  readonly credentialSet: CredentialSet;
+}
+
+function sameLookup(a: CredentialLookup, b: CredentialLookup): boolean {
+  if (a.state !== b.state) return false;
+  if (a.state === 'present' && b.state === 'present') return a.credential === b.credential || a.credential.version === b.credential.version;
+  if (a.state === 'missing' && b.state === 'missing') return a.reason === b.reason;
+  return true;
 }
 
 /** Calls `fn` for every object (by namespace/name) that differs between the two lists: added, removed or replaced. */

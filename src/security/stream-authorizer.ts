@@ -12,3 +12,11 @@ export type StreamDecision = { readonly allowed: true; readonly identity?: strin
 
 /** Decides whether a stream may be served for the proxy its first request names. */
 export type StreamAuthorizer = (call: grpc.ServerDuplexStream<Buffer, Buffer>, proxy: Proxy) => Promise<StreamDecision>;
+
+/**
+ * Of the names a stream subscribes to for `typeUrl`, those it may not have (docs/adr/0105: Secrets
+ * of another namespace, Secrets asked for by a proxy that is not a gateway). The transport drops
+ * them from the subscription, so no generator ever sees them; the implementation logs and counts.
+ * Called when a subscription's names change, not on every ACK.
+ */
+export type ResourceAccess = (proxy: Proxy, typeUrl: string, names: ReadonlySet<string>) => ReadonlySet<string>;

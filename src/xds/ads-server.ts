@@ -13,7 +13,7 @@ import type { EndpointIndex } from '../model/endpoint-index.js';
 import { parseProxy, ProxyIdError, type Proxy } from '../model/proxy.js';
 import type { PushContext } from '../model/push-context.js';
 // authentication lives outside the transport: a port's authorizer is handed in (src/security/xds-auth.ts)
-import type { StreamAuthorizer } from '../security/stream-authorizer.js';
+import type { ResourceAccess, StreamAuthorizer } from '../security/stream-authorizer.js';
 import type { EncodedResource, ResourceCache } from './cache.js';
 import { Connection, changedResources, listVersion, newWatch, type ResponseWriter, type WatchState } from './connection.js';
 import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
@@ -76,6 +76,11 @@ export interface AdsDeps {
    * carries them: what is shown, and to whom, is the handler's (src/server/xds-debug.ts).
    */
   readonly debug?: DebugHandler;
+  /**
+   * Names a stream may not subscribe to (gateway credentials of another namespace, …); they are
+   * dropped from the subscription before any generator sees them. Absent: every name is kept.
+   */
+  readonly access?: ResourceAccess;
 }
 
 /** Type URLs of the xDS debug channel start with this (docs/spec/CONVENTIONS.md). */
@@ -504,7 +509,7 @@ export class DiscoveryServer {
     const wildcard = req.star || (req.empty && WILDCARD_TYPES.has(typeUrl) && (!watch || watch.names === undefined));
     // Keep the current set when the names are the same, so that its identity (and memoized work) stays.
     const unchanged = !wildcard && watch?.names !== undefined && sameNames(watch.names, req.names);
-    const names: ReadonlySet<string> | undefined = wildcard ? undefined : unchanged ? watch!.names : req.names;
+    const names: ReadonlySet<string> | undefined = wildcard ? undefined : unchanged ? watch!.names : this.allowedNames(conn, typeUrl, req.names);
     if (!watch) {
       watch = newWatch(typeUrl, names);
       conn.watches.set(typeUrl, watch);
@@ -543,11 +548,21 @@ export class DiscoveryServer {
     if (watch.names) {
       // Name sets are replaced, never mutated: generators memoize by a set's identity.
       const next = new Set(watch.names);
-      for (const n of req.resourceNamesSubscribe) if (n !== '*' && !next.has(n)) { next.add(intern(n)); changed = true; }
+      const refused = this.deps.access && req.resourceNamesSubscribe.length > 0 ? this.deps.access(conn.proxy, typeUrl, new Set(req.resourceNamesSubscribe)) : undefined;
+      for (const n of req.resourceNamesSubscribe) if (n !== '*' && !next.has(n) && !refused?.has(n)) { next.add(intern(n)); changed = true; }
       for (const n of req.resourceNamesUnsubscribe) if (next.delete(n)) { watch.sent.delete(n); changed = true; }
       if (changed) watch.names = next;
     }
     if (changed) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, first, slot));
+  }
+
+  /** `names` without those the stream may not have (AdsDeps.access); the same set when none is refused. */
+  private allowedNames(conn: Connection, typeUrl: string, names: ReadonlySet<string>): ReadonlySet<string> {
+    const refused = this.deps.access?.(conn.proxy, typeUrl, names);
+    if (!refused || refused.size === 0) return names;
+    const kept = new Set<string>();
+    for (const n of names) if (!refused.has(n)) kept.add(n);
+    return kept;
   }
 
   /** Worker of the push queue. */

@@ -12,6 +12,8 @@ const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
   // security policy (docs/adr/0080): inbound TLS and authorization filters live in listeners only
   PeerAuthentication: [TypeUrl.Listener],
   AuthorizationPolicy: [TypeUrl.Listener],
+  // gateway credentials (docs/adr/0105): the SDS resource, and the listener chain that needs it
+  Secret: [TypeUrl.Listener, TypeUrl.Secret],
 };
 
 /**

@@ -4,20 +4,23 @@ export const TypeUrl = {
   Endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
   Listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
   Route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+  /** Gateway credentials served on the ADS stream (docs/adr/0105). */
+  Secret: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
 } as const;
 
 export type XdsTypeUrl = (typeof TypeUrl)[keyof typeof TypeUrl];
 
 /** Short names used by metrics and logs. */
-export const shortType: Record<XdsTypeUrl, 'cds' | 'eds' | 'lds' | 'rds'> = {
+export const shortType: Record<XdsTypeUrl, 'cds' | 'eds' | 'lds' | 'rds' | 'sds'> = {
   [TypeUrl.Cluster]: 'cds',
   [TypeUrl.Endpoint]: 'eds',
   [TypeUrl.Listener]: 'lds',
   [TypeUrl.Route]: 'rds',
+  [TypeUrl.Secret]: 'sds',
 };
 
 /** Order in which a full push sends types over ADS so that references resolve on arrival. */
-export const PUSH_ORDER: ReadonlyArray<XdsTypeUrl> = [TypeUrl.Cluster, TypeUrl.Endpoint, TypeUrl.Listener, TypeUrl.Route];
+export const PUSH_ORDER: ReadonlyArray<XdsTypeUrl> = [TypeUrl.Cluster, TypeUrl.Endpoint, TypeUrl.Listener, TypeUrl.Route, TypeUrl.Secret];
 
 export function isKnownType(url: string): url is XdsTypeUrl {
   return url in shortType;
@@ -31,4 +34,4 @@ export const WILDCARD_TYPES: ReadonlySet<string> = new Set([TypeUrl.Cluster, Typ
  * keeps the ones a response leaves out (xDS protocol: only Listener and Cluster responses list the
  * complete state). Responses of these types carry only what changed for the client.
  */
-export const PARTIAL_STATE_TYPES: ReadonlySet<string> = new Set([TypeUrl.Endpoint, TypeUrl.Route]);
+export const PARTIAL_STATE_TYPES: ReadonlySet<string> = new Set([TypeUrl.Endpoint, TypeUrl.Route, TypeUrl.Secret]);

@@ -6,6 +6,7 @@ import { RouteConfiguration } from '../../src/gen/envoy/config/route/v3/route.js
 import { HttpConnectionManager } from '../../src/gen/envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.js';
 import { TcpProxy } from '../../src/gen/envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.js';
 import { Any } from '../../src/gen/google/protobuf/any.js';
+import { Secret } from '../../src/gen/envoy/extensions/transport_sockets/tls/v3/secret.js';
 import { TypeUrl } from '../../src/xds/types.js';
 
 export interface DecodedResources {
@@ -13,6 +14,7 @@ export interface DecodedResources {
   [TypeUrl.Endpoint]: ClusterLoadAssignment;
   [TypeUrl.Listener]: Listener;
   [TypeUrl.Route]: RouteConfiguration;
+  [TypeUrl.Secret]: Secret;
 }
 
 export function decodeResource(type: string, anyBytes: Uint8Array): unknown {
@@ -27,6 +29,8 @@ export function decodeResource(type: string, anyBytes: Uint8Array): unknown {
       return Listener.decode(any.value);
     case TypeUrl.Route:
       return RouteConfiguration.decode(any.value);
+    case TypeUrl.Secret:
+      return Secret.decode(any.value);
     default:
       throw new Error(`unknown type ${type}`);
   }

@@ -7,6 +7,7 @@ import { parseConfigDocuments } from '../../src/config/parse.js';
 import { MemoryConfigStore } from '../../src/config/store.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { MeshModel } from '../../src/model/mesh-model.js';
+import type { CredentialSource } from '../../src/model/credentials.js';
 import { DEFAULT_MESH_SETTINGS, type MeshSettings } from '../../src/model/mesh-settings.js';
 import { parseProxy, type Proxy } from '../../src/model/proxy.js';
 import { DEFAULT_FEATURES, type FeatureFlags } from '../../src/model/push-context.js';
@@ -34,7 +35,7 @@ export interface TestModel {
 
 export function modelFromYaml(
   yaml: string,
-  opts: { mock?: boolean; mesh?: Partial<MeshSettings>; features?: Partial<FeatureFlags> } = {},
+  opts: { mock?: boolean; mesh?: Partial<MeshSettings>; features?: Partial<FeatureFlags>; credentials?: CredentialSource } = {},
 ): TestModel {
   const store = new MemoryConfigStore();
   const load = (origin: string, text: string): void => {
@@ -52,7 +53,7 @@ export function modelFromYaml(
   const registry = new AggregateRegistry(registries);
   void registry.start();
   const log = pino({ level: 'silent' });
-  const model = new MeshModel(store, registry, mesh, { debounceAfterMs: 0, debounceMaxMs: 0, edsDebounce: true, features: { ...DEFAULT_FEATURES, ...opts.features } }, createMetrics({ defaultMetrics: false }), log);
+  const model = new MeshModel(store, registry, mesh, { debounceAfterMs: 0, debounceMaxMs: 0, edsDebounce: true, features: { ...DEFAULT_FEATURES, ...opts.features }, credentials: opts.credentials }, createMetrics({ defaultMetrics: false }), log);
   model.start();
   const cache = new ResourceCache(10_000, true);
   // as the ADS server does, proxies asking for the same names share one set

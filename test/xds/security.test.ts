@@ -304,7 +304,7 @@ describe('client TLS on outbound clusters', () => {
 });
 
 describe('what is not translated yet is said, not dropped', () => {
-  it('names RequestAuthentications and credentialNames in the diagnostics the daemon logs', () => {
+  it('names RequestAuthentications, and credentialNames that only gateways are served, in the diagnostics the daemon logs', () => {
     const m = modelFromYaml(
       [
         `
@@ -321,7 +321,7 @@ spec:
       const texts = m.model.current().push.policies.diagnostics.map((d) => `${d.kind} ${d.namespace}/${d.name}: ${d.message}`);
       expect(texts).toEqual([
         expect.stringMatching(/^RequestAuthentication default\/jwt: RequestAuthentication is not supported yet: tokens are not verified/),
-        expect.stringMatching(/^DestinationRule default\/ratings: tls.credentialName "client-cert" is not served yet/),
+        expect.stringMatching(/^DestinationRule default\/ratings: tls.credentialName "client-cert" is served over SDS to gateways only/),
       ]);
     } finally {
       m.stop();

@@ -61,8 +61,10 @@ export function policyDiagnostics(policies: ReadonlyArray<AuthzPolicy>, requestA
   return out;
 }
 
-/** What a `credentialName` does until meshd serves Kubernetes Secrets over SDS (docs/adr/0081). */
-export const CREDENTIAL_NOT_SERVED = 'is not served yet (meshd does not serve Kubernetes Secrets over SDS): the proxy waits for that secret and the TLS it configures does not come up';
+/** What a DestinationRule's `credentialName` does for proxies other than gateways (docs/adr/0105). */
+export const CREDENTIAL_GATEWAYS_ONLY = 'is served over SDS to gateways only (Secrets of the gateway\'s namespace): a sidecar that uses this rule waits for that secret and its TLS does not come up';
+/** What a `credentialName` of another namespace does (docs/adr/0105). */
+export const CREDENTIAL_OTHER_NAMESPACE = 'names a Secret of another namespace, which is never served to a gateway: the server gets no filter chain';
 
 interface TlsHolder {
   readonly tls?: { readonly credentialName?: string; readonly credentialNames?: ReadonlyArray<string> };
@@ -77,17 +79,21 @@ interface GatewayLike {
 
 const credentialsOf = (h: TlsHolder | undefined): string[] => [...(h?.tls?.credentialName ? [h.tls.credentialName] : []), ...(h?.tls?.credentialNames ?? [])];
 
-/** DestinationRules and Gateways that name a `credentialName`, which this mesh does not serve yet. */
+/**
+ * What `credentialName`s do not do: a DestinationRule's is served to gateways only; a Gateway's that
+ * names another namespace (`ns/name`, as gateway-api certificate references are converted) is not
+ * served at all.
+ */
 export function credentialDiagnostics(rules: Iterable<ConfigObject<DestinationRuleLike>>, gateways: Iterable<ConfigObject<GatewayLike>>): PolicyDiagnostic[] {
   const out: PolicyDiagnostic[] = [];
   for (const r of rules) {
     const policies = [r.spec.trafficPolicy, ...(r.spec.subsets ?? []).map((s) => s.trafficPolicy)];
     const names = new Set(policies.flatMap((p) => [...credentialsOf(p), ...(p?.portLevelSettings ?? []).flatMap(credentialsOf)]));
-    for (const n of names) out.push({ kind: 'DestinationRule', namespace: r.meta.namespace, name: r.meta.name, message: `tls.credentialName "${n}" ${CREDENTIAL_NOT_SERVED}` });
+    for (const n of names) out.push({ kind: 'DestinationRule', namespace: r.meta.namespace, name: r.meta.name, message: `tls.credentialName "${n}" ${CREDENTIAL_GATEWAYS_ONLY}` });
   }
   for (const g of gateways) {
     const names = new Set((g.spec.servers ?? []).flatMap(credentialsOf));
-    for (const n of names) out.push({ kind: 'Gateway', namespace: g.meta.namespace, name: g.meta.name, message: `tls.credentialName "${n}" ${CREDENTIAL_NOT_SERVED}` });
+    for (const n of names) if (n.includes('/')) out.push({ kind: 'Gateway', namespace: g.meta.namespace, name: g.meta.name, message: `tls.credentialName "${n}" ${CREDENTIAL_OTHER_NAMESPACE}` });
   }
   return out;
 }

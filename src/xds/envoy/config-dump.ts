@@ -23,6 +23,7 @@ import { RawBuffer } from '../../gen/envoy/extensions/transport_sockets/raw_buff
 import { DownstreamTlsContext, UpstreamTlsContext } from '../../gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
 import { HttpProtocolOptions } from '../../gen/envoy/extensions/upstreams/http/v3/http_protocol_options.js';
 import { Any } from '../../gen/google/protobuf/any.js';
+import { Secret } from '../../gen/envoy/extensions/transport_sockets/tls/v3/secret.js';
 import type { EncodedResource } from '../cache.js';
 import { TypeUrl, type XdsTypeUrl } from '../types.js';
 
@@ -81,9 +82,30 @@ function expand(value: unknown): unknown {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v)]));
 }
 
-/** One encoded `Any` as proto JSON with `@type`, nested `Any`s expanded. */
+/** What a dump shows instead of private key material (as Envoy's admin dump does). */
+export const REDACTED = '[redacted]';
+
+/**
+ * A Secret as proto JSON with its private key (and any other key material: the key's password, an
+ * OCSP staple is public and kept) replaced by `[redacted]`; certificates stay readable.
+ */
+function redactedSecret(bytes: Uint8Array): Record<string, unknown> {
+  const s = Secret.decode(bytes);
+  const json = Secret.toJSON(s) as Record<string, unknown>;
+  const tls = json.tlsCertificate as Record<string, unknown> | undefined;
+  if (tls) {
+    if (tls.privateKey !== undefined) tls.privateKey = { inlineString: REDACTED };
+    if (tls.password !== undefined) tls.password = { inlineString: REDACTED };
+  }
+  const gen = json.genericSecret as Record<string, unknown> | undefined;
+  if (gen?.secret !== undefined) gen.secret = { inlineString: REDACTED };
+  return { '@type': TypeUrl.Secret, ...json };
+}
+
+/** One encoded `Any` as proto JSON with `@type`, nested `Any`s expanded; private keys redacted. */
 export function anyToJson(encodedAny: Uint8Array): Record<string, unknown> {
   const any = Any.decode(encodedAny);
+  if (any.typeUrl === TypeUrl.Secret) return redactedSecret(any.value);
   return expand({ typeUrl: any.typeUrl, value: Buffer.from(any.value).toString('base64') }) as Record<string, unknown>;
 }
 
@@ -101,6 +123,7 @@ export function envoyConfigDump(input: DumpInput): { configs: Array<Record<strin
   const listeners = of(TypeUrl.Listener);
   const routes = of(TypeUrl.Route);
   const endpoints = of(TypeUrl.Endpoint);
+  const secrets = of(TypeUrl.Secret);
   return {
     configs: [
       { '@type': DUMP_TYPES.bootstrap, bootstrap: { node: { id: input.node.id, metadata: input.node.metadata } } },
@@ -108,7 +131,7 @@ export function envoyConfigDump(input: DumpInput): { configs: Array<Record<strin
       { '@type': DUMP_TYPES.listeners, dynamic_listeners: listeners.list.map((r) => ({ name: r.name, active_state: { version_info: listeners.version, listener: anyToJson(r.any) } })) },
       { '@type': DUMP_TYPES.routes, dynamic_route_configs: routes.list.map((r) => ({ version_info: routes.version, route_config: anyToJson(r.any) })) },
       { '@type': DUMP_TYPES.endpoints, dynamic_endpoint_configs: endpoints.list.map((r) => ({ version_info: endpoints.version, endpoint_config: anyToJson(r.any) })) },
-      { '@type': DUMP_TYPES.secrets },
+      { '@type': DUMP_TYPES.secrets, dynamic_active_secrets: secrets.list.map((r) => ({ name: r.name, version_info: secrets.version, secret: anyToJson(r.any) })) },
     ],
   };
 }

@@ -7,24 +7,23 @@ import { Cluster } from '../../gen/envoy/config/cluster/v3/cluster.js';
 import { Listener } from '../../gen/envoy/config/listener/v3/listener.js';
 import { RouteConfiguration } from '../../gen/envoy/config/route/v3/route.js';
 import { VirtualHost_TlsRequirementType, type VirtualHost } from '../../gen/envoy/config/route/v3/route_components.js';
-import { DownstreamTlsContext } from '../../gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
-import { ApiVersion } from '../../gen/envoy/config/core/v3/config_source.js';
 import type { ConfigObject } from '../../config/types.js';
 import type { Gateway, GatewayServer } from '../../config/spec-types.js';
 import { hostMatches } from '../../model/host.js';
-import type { MeshSettings } from '../../model/mesh-settings.js';
 import type { Proxy } from '../../model/proxy.js';
 import type { PushContext } from '../../model/push-context.js';
 import { objectId } from '../../util/identity.js';
-import type { EncodedResource } from '../cache.js';
-import { buildBlackholeCluster } from '../envoy/clusters.js';
+import type { EncodedResource, ResourceCache } from '../cache.js';
+import { buildBlackholeCluster, meshSni } from '../envoy/clusters.js';
+import { Any } from '../../gen/google/protobuf/any.js';
 import { buildListener, hcmFilter, tcpProxyFilter, tlsInspectorListenerFilter, type FilterChainShape } from '../envoy/listeners.js';
 import { BLACKHOLE_CLUSTER, Filters } from '../envoy/names.js';
-import { encode, msg, pack, type Shape } from '../envoy/pack.js';
-import { acceptedTrustDomains, meshServerTls } from '../envoy/security/tls.js';
+import { encode, msg, type Shape } from '../envoy/pack.js';
+import { gatewayServerTls, serverCredentials, verifiesClients } from '../envoy/security/gateway-tls.js';
 import { buildHttpRoutes, destinationCluster, type RouteContext } from '../envoy/routes.js';
 import { TypeUrl } from '../types.js';
 import { generateEndpoints, visibleOutboundClusters } from './common.js';
+import { caCredential, secrets } from './secrets.js';
 import type { GenerateInput, GeneratorSet } from './types.js';
 
 interface BoundServer {
@@ -33,9 +32,16 @@ interface BoundServer {
   readonly index: number;
 }
 
-const isHttpServer = (s: GatewayServer): boolean => ['HTTP', 'HTTP2', 'GRPC', 'HTTPS'].includes((s.port?.protocol ?? '').toUpperCase());
-const terminatesTls = (s: GatewayServer): boolean => s.tls?.mode === 'SIMPLE' || s.tls?.mode === 'MUTUAL' || s.tls?.mode === 'MESH_MUTUAL' || s.tls?.mode === 'OPTIONAL_MUTUAL';
-const passesTls = (s: GatewayServer): boolean => s.tls?.mode === 'PASSTHROUGH' || s.tls?.mode === 'AUTO_PASSTHROUGH';
+const protocolOf = (s: GatewayServer): string => (s.port?.protocol ?? '').toUpperCase();
+/** The server's TLS mode; HTTPS and TLS servers that write none pass TLS through (the public API's default). */
+function tlsMode(s: GatewayServer): string | undefined {
+  const p = protocolOf(s);
+  return s.tls?.mode ?? (p === 'HTTPS' || p === 'TLS' ? 'PASSTHROUGH' : undefined);
+}
+const terminatesTls = (s: GatewayServer): boolean => ['SIMPLE', 'MUTUAL', 'MESH_MUTUAL', 'OPTIONAL_MUTUAL'].includes(tlsMode(s) ?? '');
+const passesTls = (s: GatewayServer): boolean => tlsMode(s) === 'PASSTHROUGH' || tlsMode(s) === 'AUTO_PASSTHROUGH';
+/** Servers whose connections reach an HTTP connection manager (plain HTTP, or HTTPS terminated here). */
+const isHttpServer = (s: GatewayServer): boolean => ['HTTP', 'HTTP2', 'GRPC', 'HTTPS'].includes(protocolOf(s)) && !passesTls(s);
 
 /** Route table name of a server: plain HTTP servers share `http.<port>`, TLS ones get their own. */
 export function gatewayRouteName(b: BoundServer): string {
@@ -66,35 +72,17 @@ function serverHostPatterns(s: GatewayServer): Array<{ ns: string; host: string 
   });
 }
 
-/** The CA file that verifies clients: the server's own, or the first of its tlsCertificates. */
-function caFileOf(tls: NonNullable<GatewayServer['tls']>): string | undefined {
-  return tls.caCertificates || (tls.tlsCertificates ?? []).find((c) => c.caCertificates)?.caCertificates || undefined;
-}
-
-function downstreamTls(s: GatewayServer, mesh: MeshSettings): ReturnType<typeof pack> {
-  const tls = s.tls!;
-  // the gateway's own mesh identity, from its agent's SDS like a sidecar's (docs/adr/0081)
-  if (tls.mode === 'MESH_MUTUAL') return meshServerTls('sds', acceptedTrustDomains(mesh), ['h2', 'http/1.1']).typedConfig;
-  const sds = { ads: {}, resourceApiVersion: ApiVersion.V3 };
-  return pack('envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext', DownstreamTlsContext, {
-    requireClientCertificate: tls.mode === 'MUTUAL' ? true : undefined,
-    commonTlsContext: {
-      alpnProtocols: ['h2', 'http/1.1'],
-      tlsCertificates: [
-        ...(tls.serverCertificate && tls.privateKey ? [{ certificateChain: { filename: tls.serverCertificate }, privateKey: { filename: tls.privateKey } }] : []),
-        ...(tls.tlsCertificates ?? []).map((c) => ({ certificateChain: { filename: c.serverCertificate ?? '' }, privateKey: { filename: c.privateKey ?? '' } })),
-      ],
-      tlsCertificateSdsSecretConfigs: tls.credentialName ? [{ name: tls.credentialName, sdsConfig: sds }] : [],
-      validationContext: caFileOf(tls) ? { trustedCa: { filename: caFileOf(tls) } } : undefined,
-    },
-  });
-}
-
 function listeners({ proxy, push, cache }: GenerateInput): EncodedResource[] {
   const out: EncodedResource[] = [];
-  for (const [port, servers] of [...serversByPort(proxy, push)].sort(([a], [b]) => a - b)) {
+  for (const [port, all] of [...serversByPort(proxy, push)].sort(([a], [b]) => a - b)) {
     const name = `0.0.0.0_${port}`;
-    const key = `gl|${name}|${servers.map((s) => objectId(s.gateway)).join(',')}|p${push.version}`;
+    // a server whose credential is missing has no chain (Envoy would hold the whole listener waiting
+    // for a secret that does not come); a port left with none has no listener. The Secret source logs
+    // what went missing.
+    const servers = all.filter((b) => !terminatesTls(b.server) || credentialsAvailable(b.server, proxy, push));
+    if (servers.length === 0) continue;
+    // credentials are Secrets of the proxy's namespace: the namespace is part of what the listener reads
+    const key = `gl|${name}|${proxy.namespace}|${servers.map((s) => `${objectId(s.gateway)}#${s.index}`).join(',')}|p${push.version}`;
     out.push(
       cache.getOrBuild('lds', key, () => {
         const chains: FilterChainShape[] = [];
@@ -112,21 +100,34 @@ function listeners({ proxy, push, cache }: GenerateInput): EncodedResource[] {
             sni.forEach((h) => seenSni.add(h));
             chains.push({
               filterChainMatch: sni.length > 0 ? { serverNames: sni } : undefined,
-              transportSocket: { name: Filters.tls, typedConfig: downstreamTls(b.server, push.mesh) },
+              transportSocket: { name: Filters.tls, typedConfig: gatewayServerTls(b.server.tls!, push.mesh, isHttpServer(b.server) ? ['h2', 'http/1.1'] : []) },
               filters: [
                 isHttpServer(b.server)
                   ? hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false })
                   : tcpProxyFilter(name, tcpDestination(b, port, proxy, push)),
               ],
             });
-          } else {
-            // TLS passthrough or plain TCP: route by SNI/port through tls or tcp routes
-            if (passesTls(b.server)) needsInspector = true;
+          } else if (tlsMode(b.server) === 'AUTO_PASSTHROUGH') {
+            // the client's SNI names the cluster (`outbound_.<port>_.<subset>_.<host>`, the SNI-DNAT
+            // clusters below): sni_cluster sets it, tcp_proxy's own cluster is never used
+            needsInspector = true;
             sni.forEach((h) => seenSni.add(h));
             chains.push({
-              filterChainMatch: passesTls(b.server) && sni.length > 0 ? { serverNames: sni } : undefined,
-              filters: [tcpProxyFilter(name, tcpDestination(b, port, proxy, push))],
+              filterChainMatch: sni.length > 0 ? { serverNames: sni } : undefined,
+              filters: [sniClusterFilter(), tcpProxyFilter(name, BLACKHOLE_CLUSTER)],
             });
+          } else if (tlsMode(b.server) === 'PASSTHROUGH') {
+            // one chain per TLS route: its SNI hosts (within the server's hosts) to its destination
+            needsInspector = true;
+            for (const r of passthroughRoutes(b, port, proxy, push)) {
+              const names = r.sniHosts.filter((h) => !seenSni.has(h));
+              if (names.length === 0) continue;
+              names.forEach((h) => seenSni.add(h));
+              chains.push({ filterChainMatch: { serverNames: names }, filters: [tcpProxyFilter(name, r.cluster)] });
+            }
+          } else {
+            // plain TCP: the server's first TCP route
+            chains.push({ filters: [tcpProxyFilter(name, tcpDestination(b, port, proxy, push))] });
           }
         }
         // Envoy rejects two chains with the same match: keep the first of each.
@@ -157,9 +158,55 @@ function gatewayKey(b: BoundServer): string {
   return `${b.gateway.meta.namespace}/${b.gateway.meta.name}`;
 }
 
+/** Whether every credential a terminating server names is there (or still loading) in the proxy's namespace. */
+function credentialsAvailable(server: GatewayServer, proxy: Proxy, push: PushContext): boolean {
+  const tls = server.tls;
+  if (!tls || tls.mode === 'MESH_MUTUAL') return true;
+  const names = serverCredentials(tls);
+  if (names.length === 0) return true;
+  for (const n of names) {
+    const slash = n.indexOf('/');
+    // a Secret of another namespace is never served to this gateway (docs/adr/0105)
+    if (slash >= 0 && n.slice(0, slash) !== proxy.namespace) return false;
+    const name = slash >= 0 ? n.slice(slash + 1) : n;
+    const c = push.credential(proxy.namespace, name);
+    if (c.state === 'missing' || (c.state === 'present' && !c.credential.certificateChain)) return false;
+  }
+  if (verifiesClients(tls)) {
+    const first = names[0].slice(names[0].indexOf('/') + 1);
+    const pending = push.credential(proxy.namespace, first).state === 'pending' || push.credential(proxy.namespace, `${first}-cacert`).state === 'pending';
+    if (!pending && !caCredential(push, proxy.namespace, first)) return false;
+  }
+  return true;
+}
+
+const SNI_CLUSTER_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.sni_cluster.v3.SniCluster';
+
+/** The sni_cluster network filter (its config is an empty message). */
+function sniClusterFilter(): { name: string; typedConfig: { typeUrl: string; value: Buffer } } {
+  return { name: 'envoy.filters.network.sni_cluster', typedConfig: { typeUrl: SNI_CLUSTER_TYPE, value: Buffer.alloc(0) } };
+}
+
+/** The TLS routes of a PASSTHROUGH server: SNI hosts (within the server's hosts) and their destination cluster. */
+function passthroughRoutes(b: BoundServer, port: number, proxy: Proxy, push: PushContext): Array<{ sniHosts: string[]; cluster: string }> {
+  const patterns = serverHostPatterns(b.server);
+  const out: Array<{ sniHosts: string[]; cluster: string }> = [];
+  for (const vs of push.virtualServices(proxy.namespace, gatewayKey(b))) {
+    if (!patterns.some((p) => p.ns === '*' || p.ns === vs.namespace || (p.ns === '.' && vs.namespace === b.gateway.meta.namespace))) continue;
+    for (const r of vs.spec.tls ?? []) {
+      const ctx: RouteContext = { push, proxy, namespace: vs.namespace, listenerPort: port, proxyless: false, defaultTimeoutMs: 0, gateway: gatewayKey(b) };
+      const cluster = destinationCluster(r.route?.[0]?.destination, ctx);
+      if (!cluster) continue;
+      const sniHosts = [...new Set((r.match ?? []).flatMap((m) => m.sniHosts ?? []))].filter((h) => patterns.some((p) => hostMatches(p.host, h)));
+      if (sniHosts.length > 0) out.push({ sniHosts, cluster });
+    }
+  }
+  return out;
+}
+
 function tcpDestination(b: BoundServer, port: number, proxy: Proxy, push: PushContext): string {
   for (const vs of push.virtualServices(proxy.namespace, gatewayKey(b))) {
-    const routes = passesTls(b.server) ? (vs.spec.tls ?? []) : (vs.spec.tcp ?? []);
+    const routes = vs.spec.tcp ?? [];
     for (const r of routes) {
       const d = r.route?.[0]?.destination;
       const ctx: RouteContext = { push, proxy, namespace: vs.namespace, listenerPort: port, proxyless: false, defaultTimeoutMs: 0, gateway: gatewayKey(b) };
@@ -225,8 +272,26 @@ function routes({ proxy, push, cache, names, settings }: GenerateInput): Encoded
   return out;
 }
 
+/**
+ * SNI-DNAT clusters of AUTO_PASSTHROUGH servers: each outbound cluster again under the name a mesh
+ * client puts in its SNI (`outbound_.<port>_.<subset>_.<host>`), with the same endpoints and no TLS of
+ * its own (the client's mutual TLS passes through to the workload).
+ */
+function sniDnatClusters(outbound: ReadonlyArray<EncodedResource>, cache: ResourceCache): EncodedResource[] {
+  return outbound.map((r) =>
+    cache.getOrBuild('cds', `sni-dnat|${r.name}|${r.version}`, () => {
+      const c = Cluster.decode(Any.decode(r.any).value);
+      const name = meshSni(r.name);
+      const dnat = { ...c, name, transportSocket: undefined, transportSocketMatches: [] };
+      return { name, typeUrl: TypeUrl.Cluster, bytes: encode(Cluster, Cluster.fromPartial(dnat)) };
+    }),
+  );
+}
+
 function clusters({ proxy, push, endpoints, cache }: GenerateInput): EncodedResource[] {
-  const out = [...visibleOutboundClusters(proxy, push, endpoints, cache, false)];
+  const outbound = visibleOutboundClusters(proxy, push, endpoints, cache, false);
+  const autoPassthrough = push.gatewaysFor(proxy).some((g) => (g.spec.servers ?? []).some((s) => tlsMode(s) === 'AUTO_PASSTHROUGH'));
+  const out = [...outbound, ...(autoPassthrough ? sniDnatClusters(outbound, cache) : [])];
   out.push(cache.getOrBuild('cds', `cf|${BLACKHOLE_CLUSTER}|m${objectId(push.mesh)}`, () => ({ name: BLACKHOLE_CLUSTER, typeUrl: TypeUrl.Cluster, bytes: encode(Cluster, buildBlackholeCluster(push.mesh)) })));
   return out;
 }
@@ -235,6 +300,7 @@ export const gatewayGenerators: GeneratorSet = {
   [TypeUrl.Cluster]: clusters,
   [TypeUrl.Listener]: listeners,
   [TypeUrl.Route]: routes,
+  [TypeUrl.Secret]: secrets,
   [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names }) =>
     generateEndpoints(proxy, push, endpoints, cache, names, true, () => visibleOutboundClusters(proxy, push, endpoints, cache, false).map((c) => c.name)),
 };

@@ -16,6 +16,7 @@ import { contentHash } from '../../util/hash.js';
 import { TypeUrl } from '../types.js';
 import { encodeOutboundCluster, generateEndpoints, resolveClusterRef, visibleOutboundClusters } from './common.js';
 import { routeInputsKey } from './route-inputs.js';
+import { secrets } from './secrets.js';
 import type { GenerateInput, GeneratorSet } from './types.js';
 
 /** `host:port` → the visible service and port, or undefined. */
@@ -100,6 +101,7 @@ function clusters({ proxy, push, endpoints, cache, names }: GenerateInput): Read
 export const grpcGenerators: GeneratorSet = {
   [TypeUrl.Listener]: listeners,
   [TypeUrl.Route]: routes,
+  [TypeUrl.Secret]: secrets,
   [TypeUrl.Cluster]: clusters,
   [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names }) => generateEndpoints(proxy, push, endpoints, cache, names, false, () => []),
 };

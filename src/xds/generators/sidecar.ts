@@ -33,6 +33,7 @@ import { httpPlan, sidecarRoutes, vipChainMatch } from './sidecar-http.js';
 import { NO_AUTHZ } from '../../model/policy/index.js';
 import { buildInboundListener, type InboundPort } from './sidecar-inbound.js';
 import { settingsKey, type GenerateInput, type GeneratorSet, type GeneratorSettings } from './types.js';
+import { secrets } from './secrets.js';
 
 export type { InboundPort };
 
@@ -268,6 +269,7 @@ export const sidecarGenerators: GeneratorSet = {
   [TypeUrl.Cluster]: clusters,
   [TypeUrl.Listener]: listeners,
   [TypeUrl.Route]: sidecarRoutes,
+  [TypeUrl.Secret]: secrets,
   [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names }) =>
     generateEndpoints(proxy, push, endpoints, cache, names, true, () =>
       visibleOutboundClusters(proxy, push, endpoints, cache, false).map((c) => c.name),

@@ -25,6 +25,8 @@ export function credentialCaSecretName(credentialName: string): string {
   return `${CREDENTIAL_PREFIX}${credentialName}${CA_SUFFIX}`;
 }
 
+export { parseCredentialName, type CredentialRef } from '../../../model/credentials.js';
+
 /** The certificate provider instance proxyless gRPC bootstraps declare (file watcher over the agent's files). */
 export const GRPC_CERT_PROVIDER = 'default';
 /** Certificate names passed to that provider for the identity and the roots. */
