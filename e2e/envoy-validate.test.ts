@@ -28,7 +28,34 @@ spec:
       tls: { httpsRedirect: false }
     - port: { number: 8443, name: https, protocol: HTTPS }
       hosts: ["*/echo.example.com"]
+      tls: { mode: SIMPLE, serverCertificate: /etc/certs/tls.crt, privateKey: /etc/certs/tls.key, minProtocolVersion: TLSV1_2, cipherSuites: [ECDHE-ECDSA-AES128-GCM-SHA256] }
+    - port: { number: 9443, name: https-mutual, protocol: HTTPS }
+      hosts: ["*/echo.example.com"]
+      tls:
+        mode: MUTUAL
+        serverCertificate: /etc/certs/tls.crt
+        privateKey: /etc/certs/tls.key
+        caCertificates: /etc/certs/ca.crt
+        subjectAltNames: [client.example.com]
+        verifyCertificateSpki: [NvqYIYSbgK2vCJpQhObf77vv+bQWtc5ek5RIOwPiC9A=]
+    - port: { number: 8444, name: tls-passthrough, protocol: TLS }
+      hosts: ["*/tls.example.com"]
+      tls: { mode: PASSTHROUGH }
+    - port: { number: 15443, name: tls-auto, protocol: TLS }
+      hosts: ["*.local"]
+      tls: { mode: AUTO_PASSTHROUGH }
+    # no Secret source without a cluster: a credential never arrives, so this server has no chain
+    - port: { number: 8445, name: https-credential, protocol: HTTPS }
+      hosts: ["*/echo.example.com"]
       tls: { mode: SIMPLE, credentialName: echo-cert }
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: passthrough, namespace: default }
+spec:
+  hosts: [tls.example.com]
+  gateways: [mesh-system/public]
+  tls: [{ match: [{ sniHosts: [tls.example.com] }], route: [{ destination: { host: ratings.default.svc.cluster.local, port: { number: 9080 } } }] }]
 ---
 apiVersion: networking.mesh.io/v1
 kind: VirtualService
@@ -118,7 +145,9 @@ describe('generated Envoy config passes Envoy validation and integrity checks', 
     expect(report.errors).toEqual([]);
     expect(report.ok).toBe(true);
     const listeners = report.resources['type.googleapis.com/envoy.config.listener.v3.Listener'];
-    expect(listeners).toEqual(['0.0.0.0_8080', '0.0.0.0_8443']);
+    expect(listeners).toEqual(['0.0.0.0_15443', '0.0.0.0_8080', '0.0.0.0_8443', '0.0.0.0_8444', '0.0.0.0_9443']);
+    // AUTO_PASSTHROUGH's SNI-DNAT clusters, under the names mesh clients put in their SNI
+    expect(report.resources['type.googleapis.com/envoy.config.cluster.v3.Cluster']).toContain('outbound_.9080_._.ratings.default.svc.cluster.local');
     expect(report.resources['type.googleapis.com/envoy.config.route.v3.RouteConfiguration']).toContain('http.8080');
   }, 60_000);
 

@@ -22,7 +22,7 @@ const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
  */
 export function affectedTypes(req: PushRequest): ReadonlySet<XdsTypeUrl> {
   if (!req.full) return new Set([TypeUrl.Endpoint]);
-  const onlyConfig = req.configKinds.size > 0 && [...req.reasons.keys()].every((r) => r === 'config');
+  const onlyConfig = req.configKinds.size > 0 && [...req.reasons.keys()].every((r) => r === 'config' || r === 'secret');
   if (!onlyConfig) return ALL_TYPES;
   const out = new Set<XdsTypeUrl>();
   for (const kind of req.configKinds) {

@@ -231,7 +231,7 @@ describe('state of the world, proxyless gRPC client', () => {
   it('gives no response to an unknown type URL and keeps the stream usable', async () => {
     const h = await start();
     const s = h.sotw(grpcNode());
-    s.send({ typeUrl: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret', names: ['default'] });
+    s.send({ typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig', names: ['default'] });
     expect(await s.quietTypes()).toEqual([]);
     s.send({ typeUrl: TypeUrl.Listener, names: [ECHO_LISTENER] });
     const lds = await s.next();

@@ -4,11 +4,15 @@ import { affectedTypes } from '../../src/xds/affected-types.js';
 import { TypeUrl } from '../../src/xds/types.js';
 
 const sorted = (s: ReadonlySet<string>): string[] => [...s].sort();
-const ALL = sorted(new Set([TypeUrl.Cluster, TypeUrl.Endpoint, TypeUrl.Listener, TypeUrl.Route]));
+const ALL = sorted(new Set([TypeUrl.Cluster, TypeUrl.Endpoint, TypeUrl.Listener, TypeUrl.Route, TypeUrl.Secret]));
 
 describe('affectedTypes', () => {
   it('is EDS alone for an endpoint push', () => {
     expect(sorted(affectedTypes(pushRequest({ full: false, reason: 'endpoint', edsHosts: ['a'] })))).toEqual([TypeUrl.Endpoint]);
+  });
+
+  it('is listeners and secrets for a gateway credential (Secret) change', () => {
+    expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'secret', kinds: ['Secret'] })))).toEqual(sorted(new Set([TypeUrl.Listener, TypeUrl.Secret])));
   });
 
   it('is listeners and routes for VirtualService and Gateway changes', () => {

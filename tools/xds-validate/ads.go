@@ -31,7 +31,7 @@ const (
 )
 
 // allTypes lists the resource kinds in the order Envoy subscribes to them.
-var allTypes = []string{typeCluster, typeEndpoint, typeListener, typeRoute}
+var allTypes = []string{typeCluster, typeEndpoint, typeListener, typeRoute, typeSecret}
 
 // fullStateTypes are the wildcard kinds whose state-of-the-world response replaces everything
 // known before; a response for one of the others only adds or updates the resources it carries.
@@ -217,7 +217,7 @@ func (c *collection) rdsNames() []string {
 // missing lists the subscribed names neither received nor known to be absent.
 func (c *collection) missing() map[string][]string {
 	out := map[string][]string{}
-	for _, t := range []string{typeEndpoint, typeRoute} {
+	for _, t := range []string{typeEndpoint, typeRoute, typeSecret} {
 		for _, n := range c.subscribed[t] {
 			if _, ok := c.resources[t][n]; !ok && !c.absent[t][n] {
 				out[t] = append(out[t], n)
@@ -480,8 +480,14 @@ func collect(ctx context.Context, conn grpc.ClientConnInterface, opts collectOpt
 			switch in.typeURL {
 			case typeCluster:
 				err = follow(typeEndpoint, c.edsNames())
+				if err == nil {
+					err = follow(typeSecret, c.sdsNames())
+				}
 			case typeListener:
 				err = follow(typeRoute, c.rdsNames())
+				if err == nil {
+					err = follow(typeSecret, c.sdsNames())
+				}
 			}
 			if err == nil {
 				err = tr.respond(in, detail)

@@ -220,6 +220,7 @@ type counts struct {
 	Endpoints int `json:"endpoints"`
 	Listeners int `json:"listeners"`
 	Routes    int `json:"routes"`
+	Secrets   int `json:"secrets"`
 }
 
 // validateServer runs one ADS session against addr and turns it into a report and exit code.
@@ -251,6 +252,7 @@ func buildReport(c *collection, collectErr error, addr string, timeout time.Dura
 			Endpoints: len(c.resources[typeEndpoint]),
 			Listeners: len(c.resources[typeListener]),
 			Routes:    len(c.resources[typeRoute]),
+			Secrets:   len(c.resources[typeSecret]),
 		},
 	}
 	for _, t := range allTypes {

@@ -356,6 +356,8 @@ func checkConsistency(c *collection, timeout string) {
 		checkFilterChainMatches(listeners[name].(*listenerv3.Listener), add)
 	}
 
+	checkSecrets(c, notReceived)
+
 	routes := c.resources[typeRoute]
 	for _, name := range sortedKeys(routes) {
 		checkRouteConfig(routes[name].(*routev3.RouteConfiguration), clusters, func(msg string) {
