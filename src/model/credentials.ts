@@ -37,13 +37,19 @@ export class CredentialSet {
     readonly byKey: ReadonlyMap<string, CredentialLookup>,
     /** Keys whose Secrets are watched but not loaded yet. */
     readonly pending: ReadonlySet<string>,
+    /**
+     * What a key the set does not hold is: `missing` without a source that could load it, `pending`
+     * with one (a gateway that just connected names Secrets whose watches start with it: its first
+     * listener must not lose the servers they configure).
+     */
+    readonly unknown: 'missing' | 'pending' = 'missing',
   ) {}
 
-  /** The Secret `namespace/name`: present, missing, or pending (watched, not loaded yet); unknown keys are missing. */
+  /** The Secret `namespace/name`: present, missing, or pending (watched, not loaded yet). */
   get(namespace: string, name: string): CredentialLookup {
     const key = `${namespace}/${name}`;
     if (this.pending.has(key)) return PENDING;
-    return this.byKey.get(key) ?? { state: 'missing', reason: 'no such Secret' };
+    return this.byKey.get(key) ?? (this.unknown === 'pending' ? PENDING : { state: 'missing', reason: 'no such Secret' });
   }
 }
 

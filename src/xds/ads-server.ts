@@ -686,8 +686,9 @@ export class DiscoveryServer {
     // EDS and RDS responses carry only what the client does not hold yet; it keeps the rest.
     const partial = PARTIAL_STATE_TYPES.has(watch.typeUrl) && watch.nonceSent !== '' && !watch.resendAll;
     const payload = partial ? changedResources(watch.sentList, resources) : resources;
-    if (payload.length === 0 && !force) {
-      // only removals: the client keeps resources a response leaves out, so there is nothing to say
+    if (partial && payload.length === 0 && !force) {
+      // only removals of a partial-state type: the client keeps resources a response leaves out, so
+      // there is nothing to say (for listeners and clusters an empty list does say: none is left)
       watch.sentList = resources;
       this.unchangedAt(conn, watch, model);
       return false;

@@ -51,7 +51,7 @@ interface Watched {
 export class KubeCredentialSource implements CredentialSource {
   private readonly watched = new Map<string, Watched>();
   private readonly handlers = new Set<() => void>();
-  private set: CredentialSet = CredentialSet.EMPTY;
+  private set: CredentialSet = new CredentialSet(new Map(), new Set(), 'pending');
   private stopped = false;
 
   constructor(private readonly opts: KubeCredentialOptions) {}
@@ -176,7 +176,7 @@ export class KubeCredentialSource implements CredentialSource {
       }
     }
     if (sameSet(before, byKey, pending)) return;
-    this.set = new CredentialSet(byKey, pending);
+    this.set = new CredentialSet(byKey, pending, 'pending');
     for (const h of this.handlers) h();
   }
 }
