@@ -286,6 +286,14 @@ describe('gateways', () => {
     const c = container(find(ms, 'Deployment', 'edge-gw'), 'mesh-proxy');
     expect(c.ports.map((p) => p.containerPort)).toEqual([15021, 15090, 8080]);
     expect(c.env).toContainEqual({ name: 'DISCOVERY_ADDRESS', value: 'meshd.mesh-system.svc:15012' });
+    // meshd reads the credential Secrets of a gateway's namespace (it serves them over SDS), and
+    // Secrets nowhere else beyond its own namespace
+    const subjects = (name: string): unknown => (find(ms, 'RoleBinding', name) as unknown as { subjects: unknown[] }).subjects;
+    expect(subjects('edge-gw-sds')).toEqual([
+      { kind: 'ServiceAccount', name: 'edge-gw-service-account', namespace: 'edge' },
+      { kind: 'ServiceAccount', name: 'meshd-service-account', namespace: 'mesh-system' },
+    ]);
+    expect(subjects('mesh-ingressgateway-sds')).toEqual([{ kind: 'ServiceAccount', name: 'mesh-ingressgateway-service-account', namespace: 'mesh-system' }]);
   });
 });
 

@@ -2,7 +2,9 @@
  * Components IngressGateways and EgressGateways: for each enabled gateway a Deployment and Service
  * named after it (defaults `mesh-ingressgateway`, `mesh-egressgateway`) running the `proxy` image
  * as a router, a ServiceAccount `<name>-service-account`, a Role and RoleBinding `<name>-sds` to read
- * the TLS secrets of its namespace, and the HorizontalPodAutoscaler and PodDisruptionBudget when
+ * the TLS secrets of its namespace (bound to the gateway and, in a namespace other than the control
+ * plane's, to meshd, which serves the `credentialName` Secrets over SDS and otherwise reads Secrets
+ * only in its own namespace; docs/adr/0105), and the HorizontalPodAutoscaler and PodDisruptionBudget when
  * asked for. A gateway in another namespace than the control plane also gets its Namespace.
  *
  * Pods carry `app: <name>` and the selector label `mesh: ingressgateway|egressgateway` (what
@@ -28,6 +30,7 @@ import {
   type RenderContext,
 } from './context.js';
 import { meshdAddress } from './meshd.js';
+import { MESHD_SERVICE_ACCOUNT } from './base.js';
 import { gatewayRules } from './rbac.js';
 import type { ComponentName, K8sObject } from './types.js';
 
@@ -190,7 +193,8 @@ export function renderGateway(ctx: RenderContext, kind: GatewayKind, gw: Gateway
     {
       ...objectHead(ctx, component, rbac, 'RoleBinding', role, { namespace: ns, labels }),
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role },
-      subjects: [subject(account, ns)],
+      // meshd reads the Secrets its gateways name only where a gateway runs (docs/adr/0105)
+      subjects: [subject(account, ns), ...(ns !== ctx.namespace ? [subject(MESHD_SERVICE_ACCOUNT, ctx.namespace)] : [])],
     },
     renderService(ctx, component, kind, gw, ns, labels, selector, ports),
     renderDeployment(ctx, component, gw, ns, labels, selector, ports),
