@@ -4,7 +4,7 @@
  */
 import pino from 'pino';
 import type { FilterChain } from '../../src/gen/envoy/config/listener/v3/listener_components.js';
-import { DownstreamTlsContext } from '../../src/gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
+import { DownstreamTlsContext, UpstreamTlsContext } from '../../src/gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
 import { TlsParameters_TlsProtocol } from '../../src/gen/envoy/extensions/transport_sockets/tls/v3/common.js';
 import { TcpProxy } from '../../src/gen/envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.js';
 import { CredentialSet, credentialFromSecret, type CredentialLookup, type CredentialSource } from '../../src/model/credentials.js';
@@ -193,6 +193,41 @@ describe('gateway SIMPLE and MUTUAL with credentialName', () => {
       expect(push.credentialReferences(router('team-b'))).toEqual(['team-b/echo-cert', 'team-b/echo-cert-cacert']);
       expect(push.credentialReferences(router('other-ns'))).toEqual(['other-ns/echo-cert', 'other-ns/echo-cert-cacert', 'other-ns/stolen', 'other-ns/stolen-cacert']);
       expect(push.credentialReferences(sidecar('10.0.0.1', 'a'))).toEqual([]);
+    } finally {
+      m.stop();
+    }
+  });
+});
+
+describe('DestinationRule credentialName at a gateway (TLS origination)', () => {
+  it('MUTUAL takes the client certificate and the CA over SDS, which the gateway is served and names as its references', () => {
+    const creds = new TestCredentials();
+    creds.secret('mesh-system', 'egress-cert', { 'tls.crt': CERT, 'tls.key': KEY, 'ca.crt': CA });
+    const { m } = setup(
+      `${gateway(`    - port: { number: 80, name: http, protocol: HTTP }
+      hosts: ["*/echo.example.com"]`)}---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: { name: ratings-origination, namespace: default }
+spec:
+  host: ratings.default.svc.cluster.local
+  trafficPolicy: { tls: { mode: MUTUAL, credentialName: egress-cert, sni: ratings.example.com, subjectAltNames: [ratings.example.com] } }
+`,
+      creds,
+    );
+    try {
+      flush(m);
+      const c = m.generate(router(), TypeUrl.Cluster).find((x) => x.name === 'outbound|9080||ratings.default.svc.cluster.local')!;
+      const ctx = UpstreamTlsContext.decode(c.transportSocket!.typedConfig!.value);
+      expect(ctx.sni).toBe('ratings.example.com');
+      expect(ctx.commonTlsContext?.tlsCertificateSdsSecretConfigs.map((x) => [x.name, x.sdsConfig?.ads !== undefined])).toEqual([['kubernetes://egress-cert', true]]);
+      expect(ctx.commonTlsContext?.combinedValidationContext?.validationContextSdsSecretConfig?.name).toBe('kubernetes://egress-cert-cacert');
+      expect(m.model.current().push.credentialReferences(router())).toEqual(['mesh-system/egress-cert', 'mesh-system/egress-cert-cacert']);
+      const served = m.generate(router(), TypeUrl.Secret, ['kubernetes://egress-cert', 'kubernetes://egress-cert-cacert']);
+      expect(served.map((x) => [x.name, x.tlsCertificate !== undefined, x.validationContext !== undefined])).toEqual([
+        ['kubernetes://egress-cert', true, false],
+        ['kubernetes://egress-cert-cacert', false, true],
+      ]);
     } finally {
       m.stop();
     }
