@@ -59,7 +59,7 @@ describe('meshctl x create-remote-secret', () => {
 
     const file = path.join(dir, 'remote.kubeconfig');
     fs.writeFileSync(file, secret.stringData['cluster-a']);
-    const { client: remote } = KubeClient.create({ kubeconfig: file, qps: 0 });
+    const { client: remote } = await KubeClient.create({ kubeconfig: file, qps: 0 });
     try {
       const services = await remote.list('v1', 'Service', {});
       expect(services.items.some((s) => s.metadata?.name === 'kubernetes')).toBe(true);
@@ -84,7 +84,7 @@ describe('meshctl x create-remote-secret', () => {
     let other: RemoteApiServer | undefined;
     try {
       other = await startRemoteApiServer();
-      const { client: far } = KubeClient.create({ kubeconfig: other.kubeconfig, qps: 0 });
+      const { client: far } = await KubeClient.create({ kubeconfig: other.kubeconfig, qps: 0 });
       try {
         await far.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }).catch(() => undefined);
         await far.create(secret);

@@ -65,14 +65,14 @@ function slimNode(node: V1Node): V1Node {
   return { apiVersion: n.apiVersion, kind: n.kind, metadata: n.metadata };
 }
 
-export function createClusterSide(
+export async function createClusterSide(
   opts: ClusterOptions,
   store: MemoryConfigStore,
   metrics: Metrics,
   log: Logger,
   onReject: (r: ConfigRejection) => void,
-): ClusterSide {
-  const { client, loaded } = KubeClient.create({
+): Promise<ClusterSide> {
+  const { client, loaded } = await KubeClient.create({
     kubeconfig: opts.kubeconfig || undefined,
     qps: opts.qps,
     burst: opts.burst,
@@ -180,8 +180,8 @@ const SERVICE_EXPORT = resourceRef('multicluster.x-k8s.io/v1alpha1', 'serviceexp
  * without that CRD exports nothing).
  */
 export function remoteClusterFactory(opts: RemoteClusterOptions, metrics: Metrics, log: Logger): RemoteClusterFactory {
-  return (clusterId, kubeconfig, source) => {
-    const { client, loaded } = KubeClient.create({ kubeconfigText: kubeconfig, textSource: source, qps: opts.qps, burst: opts.burst, userAgent: 'mesh-discovery' });
+  return async (clusterId, kubeconfig, source) => {
+    const { client, loaded } = await KubeClient.create({ kubeconfigText: kubeconfig, textSource: source, qps: opts.qps, burst: opts.burst, userAgent: 'mesh-discovery' });
     const clog = log.child({ cluster: clusterId });
     const onError =
       (what: string) =>

@@ -32,11 +32,11 @@ import type { DaemonConfig } from './daemon-config.js';
 import { openMeshSources, type MeshSources } from './mesh-config-map.js';
 import { KubeClient } from '../kube/client.js';
 import type { MeshNetworks } from '../config/mesh-networks.js';
-import { createClusterSide, createRemoteClusters, type RemoteClustersSetup } from './cluster.js';
-import { createDaemonControllers, type DaemonControllers } from '../controllers/daemon-controllers.js';
-import { startGatewayApiSide, type GatewayApiSide, type GatewayApiSideInput } from '../config/gateway-api/daemon-side.js';
+import type { RemoteClustersSetup } from './cluster.js';
+import type { DaemonControllers } from '../controllers/daemon-controllers.js';
+import type { GatewayApiSide, GatewayApiSideInput } from '../config/gateway-api/daemon-side.js';
 import { bindSecurePort, startIdentity, type IdentitySide } from './identity.js';
-import { startWebhooks, type WebhookSide } from './webhooks.js';
+import type { WebhookSide } from './webhooks.js';
 import { getLogger } from '../log/logger.js';
 
 export interface RunningDaemon {
@@ -110,8 +110,10 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject, onWarn }) : undefined;
   if (fileSource) await fileSource.start();
   else if (!useCluster) store.markSynced();
+  // Modules only a cluster or the webhooks need are loaded when used: a daemon on file config does
+  // not pay their memory (docs/adr/0130).
   const cluster = useCluster
-    ? createClusterSide(
+    ? await (await import('./cluster.js')).createClusterSide(
         { ...cfg.cluster, clusterId: cfg.clusterId, domain: cfg.domain, trustDomain: mesh.trustDomain, configFromCrds: !fileSource, mcsHost: cfg.env.ENABLE_MCS_HOST },
         store,
         metrics,
@@ -137,7 +139,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   });
   await registry.start();
   // Remote clusters from Secrets (src/controllers/remote-clusters/): ready waits for them, at most DISC_REMOTE_CLUSTER_TIMEOUT.
-  const remotes = cluster ? createRemoteClusters(remoteClustersSetup(cfg, mesh.trustDomain), cluster.client, registry, metrics, logs.source) : undefined;
+  const remotes = cluster ? (await import('./cluster.js')).createRemoteClusters(remoteClustersSetup(cfg, mesh.trustDomain), cluster.client, registry, metrics, logs.source) : undefined;
   await remotes?.start();
 
   // Gateway credentials: the Secrets connected gateways name, served over SDS (docs/adr/0105)
@@ -211,7 +213,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   let webhooks: WebhookSide | undefined;
   try {
     webhooks = identity.serving
-      ? await startWebhooks({ cfg, serving: identity.serving, client: cluster?.client, mesh: () => meshSources.mesh.current(), metrics, log: getLogger('validationServer') })
+      ? await (await import('./webhooks.js')).startWebhooks({ cfg, serving: identity.serving, client: cluster?.client, mesh: () => meshSources.mesh.current(), metrics, log: getLogger('validationServer') })
       : undefined;
   } catch (err) {
     model.stop();
@@ -223,7 +225,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
 
   // Everything that writes back to the cluster (src/controllers/daemon-controllers.ts).
   const controllers = cluster
-    ? createDaemonControllers({
+    ? (await import('../controllers/daemon-controllers.js')).createDaemonControllers({
         env: cfg.env,
         client: cluster.client,
         store,
@@ -378,7 +380,7 @@ async function openDaemonMeshSources(cfg: DaemonConfig, logs: DaemonLoggers, met
     log: logs.main,
     cluster: cfg.registries.includes('Cluster')
       ? {
-          client: () => (client ??= KubeClient.create({ kubeconfig: cfg.cluster.kubeconfig || undefined, qps: cfg.cluster.qps, burst: cfg.cluster.burst, userAgent: 'mesh-discovery' }).client),
+          client: async () => (client ??= (await KubeClient.create({ kubeconfig: cfg.cluster.kubeconfig || undefined, qps: cfg.cluster.qps, burst: cfg.cluster.burst, userAgent: 'mesh-discovery' })).client),
           namespace: cfg.namespace,
           revision: cfg.env.REVISION,
           onReject: (key) => metrics.rejectedConfigs.inc({ type: key === 'mesh' ? 'MeshConfig' : 'MeshNetworks' }),
@@ -417,12 +419,13 @@ function remoteClustersSetup(cfg: DaemonConfig, trustDomain: string): RemoteClus
  * The gateway-api side (DISC_ENABLED_SERVICE_APIS, src/config/gateway-api/): reads the gateway-api
  * kinds when their CRDs are served and keeps the derived Gateway/VirtualService configs in the store.
  */
-function startGatewayApi(
+async function startGatewayApi(
   cfg: DaemonConfig,
   cluster: { readonly client: GatewayApiSideInput['client']; readonly caches: GatewayApiSideInput['caches'] },
   store: MemoryConfigStore,
   logs: DaemonLoggers,
   onReject: (r: ConfigRejection) => void,
 ): Promise<GatewayApiSide> {
+  const { startGatewayApiSide } = await import('../config/gateway-api/daemon-side.js');
   return startGatewayApiSide({ client: cluster.client, store, caches: cluster.caches, domain: cfg.domain, resyncMs: cfg.cluster.resyncMs, log: logs.source, onReject });
 }

@@ -107,7 +107,7 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
   const authnLog = getLogger('authn');
   const caMetrics = i.caMetrics;
   const client = i.cluster
-    ? KubeClient.create({ kubeconfig: i.cluster.kubeconfig || undefined, qps: i.cluster.qps, burst: i.cluster.burst, userAgent: 'mesh-discovery/identity' }).client
+    ? (await KubeClient.create({ kubeconfig: i.cluster.kubeconfig || undefined, qps: i.cluster.qps, burst: i.cluster.burst, userAgent: 'mesh-discovery/identity' })).client
     : undefined;
   const stops: Array<() => void> = [() => client?.close()];
   const stop = (): void => {

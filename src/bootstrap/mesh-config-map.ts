@@ -222,7 +222,7 @@ export interface OpenMeshSourcesOptions {
   readonly base: { readonly domain: string; readonly clusterId: string };
   readonly log: Logger;
   /** With the Cluster registry: the ConfigMap side (its client is created only when needed). */
-  readonly cluster?: Omit<MeshConfigMapOptions, 'client' | 'base' | 'log'> & { readonly client: () => KubeClient; readonly signal?: AbortSignal };
+  readonly cluster?: Omit<MeshConfigMapOptions, 'client' | 'base' | 'log'> & { readonly client: () => Promise<KubeClient>; readonly signal?: AbortSignal };
 }
 
 /**
@@ -253,7 +253,7 @@ export async function openMeshSources(opts: OpenMeshSourcesOptions): Promise<Mes
     let cm: MeshConfigMapSource | undefined;
     if (opts.cluster && (!fileMesh || !fileNetworks)) {
       const { client, signal, ...rest } = opts.cluster;
-      cm = new MeshConfigMapSource({ ...rest, client: client(), base: opts.base, log: opts.log });
+      cm = new MeshConfigMapSource({ ...rest, client: await client(), base: opts.base, log: opts.log });
       stops.push(() => cm?.stop());
       opts.log.info(
         { configMap: `${rest.namespace}/${cm.name}`, mesh: !fileMesh, meshNetworks: !fileNetworks },

@@ -61,7 +61,7 @@ export function defaultIdentity(env: Readonly<Record<string, string | undefined>
 export async function startOperatorServer(opts: OperatorServerOptions): Promise<OperatorServer> {
   const log = opts.log ?? getLogger('default');
   const build = getBuildInfo();
-  const { client, loaded } = KubeClient.create({ kubeconfig: opts.clusterconfig || undefined, context: opts.context || undefined, qps: opts.qps, burst: opts.burst, userAgent: `mesh-operator/${build.version}` });
+  const { client, loaded } = await KubeClient.create({ kubeconfig: opts.clusterconfig || undefined, context: opts.context || undefined, qps: opts.qps, burst: opts.burst, userAgent: `mesh-operator/${build.version}` });
   const metrics = createOperatorMetrics({ defaultMetrics: true, version: build.version });
   const controller = new MeshOperatorController({
     client,

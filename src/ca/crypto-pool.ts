@@ -31,6 +31,12 @@ export interface CryptoPoolOptions {
   readonly perWorker?: number;
   /** Jobs allowed to wait for a worker (default 10,000). */
   readonly maxQueued?: number;
+  /**
+   * A worker that held no job for this long is stopped, and started again by the next job
+   * (default 60 s; `<= 0`: never). Workers start on first use, so a mesh that issues no
+   * certificate pays no thread (each costs about 15 MB of RSS).
+   */
+  readonly idleMs?: number;
   readonly log?: Logger;
 }
 
@@ -63,7 +69,9 @@ interface Pending {
 }
 
 interface Slot {
-  worker: Worker;
+  /** Started by the first job, stopped after `idleMs` without one. */
+  worker: Worker | undefined;
+  idle: NodeJS.Timeout | undefined;
   readonly held: Map<number, Pending>;
   readonly issuers: Set<number>;
   /** Messages not posted yet (one post per slot and turn of the event loop). */
@@ -80,6 +88,7 @@ export class CryptoPool {
   readonly size: number;
   private readonly perWorker: number;
   private readonly maxQueued: number;
+  private readonly idleMs: number;
   private readonly slots: Slot[] = [];
   private readonly waiting: Pending[] = [];
   private readonly issuerIds = new WeakMap<KeyObject, number>();
@@ -92,7 +101,8 @@ export class CryptoPool {
     this.size = Math.max(1, Math.floor(opts.size ?? defaultPoolSize()));
     this.perWorker = Math.max(1, opts.perWorker ?? 4);
     this.maxQueued = Math.max(0, opts.maxQueued ?? 10_000);
-    for (let i = 0; i < this.size; i++) this.slots.push(this.spawn());
+    this.idleMs = opts.idleMs ?? 60_000;
+    for (let i = 0; i < this.size; i++) this.slots.push({ worker: undefined, idle: undefined, held: new Map(), issuers: new Set(), outbox: [] });
   }
 
   /** Jobs the workers hold at most (size × perWorker). */
@@ -103,6 +113,11 @@ export class CryptoPool {
   /** Jobs waiting for a worker. */
   get queued(): number {
     return this.waiting.length;
+  }
+
+  /** Worker threads running now (they start on demand and stop when idle). */
+  get threads(): number {
+    return this.slots.filter((s) => s.worker !== undefined).length;
   }
 
   /** Jobs held by the workers. */
@@ -136,7 +151,10 @@ export class CryptoPool {
       this.slots.map(async (s) => {
         for (const p of s.held.values()) p.reject(gone);
         s.held.clear();
-        await s.worker.terminate();
+        clearTimeout(s.idle);
+        const w = s.worker;
+        s.worker = undefined;
+        await w?.terminate();
       }),
     );
   }
@@ -165,12 +183,15 @@ export class CryptoPool {
   }
 
   private dispatch(slot: Slot, p: Pending): void {
+    if (!slot.worker) this.start(slot);
+    clearTimeout(slot.idle);
+    slot.idle = undefined;
     slot.held.set(p.job.id, p);
     if (slot.outbox.length === 0) {
       setImmediate(() => {
         const batch = slot.outbox;
         slot.outbox = [];
-        if (batch.length > 0) slot.worker.postMessage(batch satisfies ToWorker);
+        if (batch.length > 0) slot.worker?.postMessage(batch satisfies ToWorker);
       });
     }
     if (p.issuer && !slot.issuers.has(p.issuer.id)) {
@@ -183,14 +204,10 @@ export class CryptoPool {
     slot.outbox.push(p.job);
   }
 
-  private spawn(): Slot {
-    const slot: Slot = { worker: new Worker(this.entry), held: new Map(), issuers: new Set(), outbox: [] };
-    this.attach(slot);
-    return slot;
-  }
-
-  private attach(slot: Slot): void {
-    const w = slot.worker;
+  private start(slot: Slot): void {
+    const w = new Worker(this.entry);
+    slot.worker = w;
+    slot.issuers.clear();
     w.unref();
     w.on('message', (batch: FromWorker) => {
       for (const m of batch) {
@@ -205,6 +222,10 @@ export class CryptoPool {
         if (!next) break;
         this.dispatch(slot, next);
       }
+      if (slot.held.size === 0 && this.idleMs > 0) {
+        slot.idle = setTimeout(() => this.retire(slot, w), this.idleMs);
+        slot.idle.unref();
+      }
     });
     const fail = (why: string): void => {
       if (slot.worker !== w) return;
@@ -213,10 +234,10 @@ export class CryptoPool {
       slot.held.clear();
       slot.issuers.clear();
       slot.outbox = [];
+      slot.worker = undefined;
+      clearTimeout(slot.idle);
       if (this.closed) return;
-      this.opts.log?.error({ err: why }, 'CA: a crypto worker stopped; starting another');
-      slot.worker = new Worker(this.entry);
-      this.attach(slot);
+      this.opts.log?.error({ err: why }, 'CA: a crypto worker stopped; the next job starts another');
       for (let n = 0; n < this.perWorker; n++) {
         const next = this.waiting.shift();
         if (!next) break;
@@ -225,5 +246,14 @@ export class CryptoPool {
     };
     w.on('error', (err) => fail(err.message));
     w.on('exit', (code) => fail(`exit code ${code}`));
+  }
+
+  /** Stops an idle worker; the next job starts another. */
+  private retire(slot: Slot, w: Worker): void {
+    slot.idle = undefined;
+    if (slot.worker !== w || slot.held.size > 0 || slot.outbox.length > 0 || this.closed) return;
+    slot.worker = undefined;
+    slot.issuers.clear();
+    void w.terminate();
   }
 }

@@ -1,26 +1,13 @@
 /**
  * The Kubernetes client the product uses: one rate-limited transport (QPS/burst of
- * `--clusterApiQPS`/`--clusterApiBurst`) under client-node's typed API clients and under our own
- * generic calls on any (apiVersion, kind): get, list, create, delete, server-side apply, merge
- * patch, and the status subresource. Failed calls throw `KubeApiError` (errors.ts).
+ * `--clusterApiQPS`/`--clusterApiBurst`) under our own generic calls on any (apiVersion, kind): get, list, create, delete, server-side apply, merge
+ * patch, and the status subresource. Failed calls throw `KubeApiError` (errors.ts). client-node
+ * serves the kubeconfig (kubeconfig.ts, loaded on first use) and, for callers that want them, its
+ * typed API clients over this transport (typed-api.ts).
  */
-import {
-  AppsV1Api,
-  ApiextensionsV1Api,
-  CoordinationV1Api,
-  CoreV1Api,
-  DiscoveryV1Api,
-  ResponseContext,
-  SelfDecodingBody,
-  ServerConfiguration,
-  createConfiguration,
-  wrapHttpLibrary,
-  type ApiType,
-  type KubeConfig,
-  type RequestContext,
-} from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { Discovery, resourcePath, splitApiVersion, type ResourceInfo } from './discovery.js';
-import { KubeApiError, isNotFound } from './errors.js';
+import { isNotFound } from './errors.js';
 import { loadKubeConfig, type LoadKubeConfigOptions, type LoadedKubeConfig } from './kubeconfig.js';
 import { TokenBucket } from './rate-limiter.js';
 import { KubeTransport, type RequestObserver } from './transport.js';
@@ -108,14 +95,11 @@ export function queryString(params: Readonly<Record<string, QueryValue>>): strin
   return s ? `?${s}` : '';
 }
 
-type ApiConstructor<T extends ApiType> = new (config: ReturnType<typeof createConfiguration>) => T;
 
 export class KubeClient {
   readonly transport: KubeTransport;
   readonly discovery: Discovery;
   readonly limiter: TokenBucket;
-  private readonly apis = new Map<ApiConstructor<ApiType>, ApiType>();
-  private apiConfig: ReturnType<typeof createConfiguration> | undefined;
 
   constructor(
     readonly config: KubeConfig,
@@ -137,52 +121,14 @@ export class KubeClient {
   }
 
   /** Loads the configuration (see kubeconfig.ts for the order) and builds a client. */
-  static create(options: LoadKubeConfigOptions & KubeClientOptions = {}): { client: KubeClient; loaded: LoadedKubeConfig } {
-    const loaded = loadKubeConfig(options);
+  static async create(options: LoadKubeConfigOptions & KubeClientOptions = {}): Promise<{ client: KubeClient; loaded: LoadedKubeConfig }> {
+    const loaded = await loadKubeConfig(options);
     return { client: new KubeClient(loaded.config, options), loaded };
   }
 
   /** The API server URL. */
   get server(): string {
     return this.transport.server.href.replace(/\/$/, '');
-  }
-
-  /**
-   * A typed API client of client-node (`client.api(CoreV1Api)`) whose requests go through this
-   * client's transport (rate limit, credentials, shared connections). Cached per class.
-   */
-  api<T extends ApiType>(ctor: ApiConstructor<T>): T {
-    let api = this.apis.get(ctor as ApiConstructor<ApiType>) as T | undefined;
-    if (!api) {
-      this.apiConfig ??= createConfiguration({
-        baseServer: new ServerConfiguration(this.transport.url('').href.replace(/\/$/, ''), {}),
-        httpApi: wrapHttpLibrary({ send: (ctx) => this.sendContext(ctx) }),
-        authMethods: {},
-      });
-      api = new ctor(this.apiConfig);
-      this.apis.set(ctor as ApiConstructor<ApiType>, api);
-    }
-    return api;
-  }
-
-  get core(): CoreV1Api {
-    return this.api(CoreV1Api);
-  }
-
-  get apps(): AppsV1Api {
-    return this.api(AppsV1Api);
-  }
-
-  get coordination(): CoordinationV1Api {
-    return this.api(CoordinationV1Api);
-  }
-
-  get discoveryV1(): DiscoveryV1Api {
-    return this.api(DiscoveryV1Api);
-  }
-
-  get apiextensions(): ApiextensionsV1Api {
-    return this.api(ApiextensionsV1Api);
   }
 
   /** Any request; parses the JSON answer, throws KubeApiError unless 2xx. */
@@ -347,42 +293,12 @@ export class KubeClient {
     if (info.namespaced && !ref.namespace) throw new Error(`${ref.kind} ${ref.name}: metadata.namespace is required (${ref.kind} is namespaced)`);
     return resourcePath(info, ref.namespace, ref.name, subresource);
   }
-
-  /** Bridge from client-node's generated clients to our transport. */
-  private async sendContext(ctx: RequestContext): Promise<ResponseContext> {
-    const url = new URL(ctx.getUrl());
-    const prefix = this.transport.url('').href.replace(/\/$/, '');
-    const path = url.href.startsWith(prefix) ? url.href.slice(prefix.length) : url.pathname + url.search;
-    const body = ctx.getBody();
-    if (body !== undefined && typeof body !== 'string') throw new Error('Kubernetes client: only string request bodies are supported');
-    const res = await this.transport.send({ method: ctx.getHttpMethod(), path, headers: ctx.getHeaders(), body, signal: ctx.getSignal() });
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
-    return new ResponseContext(res.status, headers, new SelfDecodingBody(Promise.resolve(res.body)));
-  }
 }
 
 function refOf(obj: KubeObject, what: string): ObjectRef {
   const missing = !obj.apiVersion ? 'apiVersion' : !obj.kind ? 'kind' : !obj.metadata?.name ? 'metadata.name' : undefined;
   if (missing) throw new Error(`${what}: ${missing} is required`);
   return { apiVersion: obj.apiVersion ?? '', kind: obj.kind ?? '', name: obj.metadata?.name ?? '', namespace: obj.metadata?.namespace };
-}
-
-/** The KubeApiError of a failed call of client-node's generated clients (ApiException), if it is one. */
-export function fromApiException(err: unknown, method = 'REQUEST', path = ''): KubeApiError | undefined {
-  if (err instanceof KubeApiError) return err;
-  if (typeof err !== 'object' || err === null) return undefined;
-  const e = err as { code?: unknown; body?: unknown };
-  if (typeof e.code !== 'number' || e.code < 100) return undefined;
-  let body = e.body;
-  if (typeof body === 'string') {
-    try {
-      body = JSON.parse(body);
-    } catch {
-      // keep the text
-    }
-  }
-  return KubeApiError.fromResponse(method, path, e.code, body);
 }
 
 export { splitApiVersion, resourcePath };

@@ -11,7 +11,17 @@ import { accessSync, existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { isIPv6 } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+/**
+ * client-node is loaded on first use: importing it costs about 25 MB of heap and 45 MB of RSS, which
+ * a daemon on file config (no cluster) and most meshctl commands never need (docs/adr/0130).
+ */
+type ClientNode = typeof import('@kubernetes/client-node');
+let clientNode: Promise<ClientNode> | undefined;
+function loadClientNode(): Promise<ClientNode> {
+  return (clientNode ??= import('@kubernetes/client-node'));
+}
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -56,7 +66,7 @@ function readable(path: string): boolean {
   }
 }
 
-function loadFile(path: string, what: string): KubeConfig {
+function loadFile(KubeConfig: ClientNode['KubeConfig'], path: string, what: string): KubeConfig {
   if (!existsSync(path)) throw new KubeConfigError(`${what} ${path} does not exist`);
   const kc = new KubeConfig();
   try {
@@ -67,7 +77,7 @@ function loadFile(path: string, what: string): KubeConfig {
   return kc;
 }
 
-function loadText(text: string, source: string): KubeConfig {
+function loadText(KubeConfig: ClientNode['KubeConfig'], text: string, source: string): KubeConfig {
   if (text.trim() === '') throw new KubeConfigError(`${source}: empty`);
   const kc = new KubeConfig();
   try {
@@ -78,7 +88,7 @@ function loadText(text: string, source: string): KubeConfig {
   return kc;
 }
 
-function inCluster(env: Readonly<Record<string, string | undefined>>, dir: string): KubeConfig | undefined {
+function inCluster(KubeConfig: ClientNode['KubeConfig'], env: Readonly<Record<string, string | undefined>>, dir: string): KubeConfig | undefined {
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
   const tokenFile = join(dir, 'token');
@@ -116,26 +126,27 @@ function finish(kc: KubeConfig, source: string, context: string | undefined): Lo
 }
 
 /** Loads the client configuration (see the module comment for the order). */
-export function loadKubeConfig(options: LoadKubeConfigOptions = {}): LoadedKubeConfig {
+export async function loadKubeConfig(options: LoadKubeConfigOptions = {}): Promise<LoadedKubeConfig> {
+  const { KubeConfig } = await loadClientNode();
   const env = options.env ?? process.env;
   if (options.kubeconfigText !== undefined) {
-    return finish(loadText(options.kubeconfigText, options.textSource ?? 'kubeconfig text'), options.textSource ?? 'kubeconfig text', options.context);
+    return finish(loadText(KubeConfig, options.kubeconfigText, options.textSource ?? 'kubeconfig text'), options.textSource ?? 'kubeconfig text', options.context);
   }
   if (options.kubeconfig) {
-    return finish(loadFile(options.kubeconfig, 'kubeconfig'), options.kubeconfig, options.context);
+    return finish(loadFile(KubeConfig, options.kubeconfig, 'kubeconfig'), options.kubeconfig, options.context);
   }
   const tried: string[] = [];
   const list = (env.KUBECONFIG ?? '').split(delimiter).filter((p) => p !== '');
   if (list.length > 0) {
     const present = list.filter((p) => existsSync(p));
     if (present.length === 0) throw new KubeConfigError(`KUBECONFIG=${env.KUBECONFIG}: none of its files exists`);
-    const kc = loadFile(present[0], 'KUBECONFIG file');
-    for (const path of present.slice(1)) kc.mergeConfig(loadFile(path, 'KUBECONFIG file'), true);
+    const kc = loadFile(KubeConfig, present[0], 'KUBECONFIG file');
+    for (const path of present.slice(1)) kc.mergeConfig(loadFile(KubeConfig, path, 'KUBECONFIG file'), true);
     return finish(kc, `KUBECONFIG=${present.join(delimiter)}`, options.context);
   }
   tried.push('no kubeconfig path given', 'KUBECONFIG is not set');
   const saDir = options.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
-  const cluster = inCluster(env, saDir);
+  const cluster = inCluster(KubeConfig, env, saDir);
   if (cluster) return finish(cluster, 'in-cluster', options.context);
   tried.push(
     env.KUBERNETES_SERVICE_HOST
@@ -144,7 +155,7 @@ export function loadKubeConfig(options: LoadKubeConfigOptions = {}): LoadedKubeC
   );
   const home = options.homeDir ?? homedir();
   const fallback = join(home, '.kube', 'config');
-  if (existsSync(fallback)) return finish(loadFile(fallback, 'kubeconfig'), fallback, options.context);
+  if (existsSync(fallback)) return finish(loadFile(KubeConfig, fallback, 'kubeconfig'), fallback, options.context);
   tried.push(`${fallback} does not exist`);
   throw new KubeConfigError(`no Kubernetes client configuration found: ${tried.join('; ')}`);
 }

@@ -140,7 +140,7 @@ describe('MeshConfigMapSource', () => {
   it('lets an existing --meshConfig file win over the ConfigMap', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'mesh-cm-'));
     await putConfigMap('mesh', { mesh: 'connectTimeout: 3s\n', meshNetworks: 'networks:\n  net2: {}\n' });
-    const cluster = { client: () => env.client, namespace: ns };
+    const cluster = { client: async () => env.client, namespace: ns };
     const withFile = await openMeshSources({ meshConfigFile: join(dir, 'mesh'), networksConfigFile: join(dir, 'meshNetworks'), base, log: pino({ level: 'silent' }), cluster });
     try {
       // no files: both from the ConfigMap

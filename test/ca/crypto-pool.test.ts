@@ -58,6 +58,25 @@ describe('CryptoPool', () => {
     expect(info.spki.equals(readCsrSync(pem).spki)).toBe(true);
   });
 
+  it('starts its threads on the first job and stops them when idle; the next job starts one again', async () => {
+    const lazy = new CryptoPool({ size: 2, idleMs: 200, log });
+    try {
+      expect(lazy.threads).toBe(0);
+      const csr = await createCsr(await generateKey('ec-p256'), { uris: [ID] });
+      expect((await lazy.readCsr(csr)).signatureValid).toBe(true);
+      expect(lazy.threads).toBe(1);
+      const deadline = Date.now() + 10_000;
+      while (lazy.threads > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(lazy.threads).toBe(0);
+      const again = await Promise.all([lazy.readCsr(csr), lazy.readCsr(csr), lazy.readCsr(csr), lazy.readCsr(csr), lazy.readCsr(csr)]);
+      expect(again.every((i) => i.signatureValid)).toBe(true);
+      expect(lazy.threads).toBe(2);
+    } finally {
+      await lazy.close();
+    }
+    expect(lazy.threads).toBe(0);
+  });
+
   it('a bad CSR is refused with the reason; a forged signature reads as invalid', async () => {
     await expect(pool.readCsr('not a csr')).rejects.toThrow(CsrError);
     const good = await createCsr(await generateKey('ec-p256'), { uris: [ID] });

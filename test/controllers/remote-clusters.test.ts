@@ -121,7 +121,7 @@ function setupFor(namespace: string, overrides: Partial<RemoteClustersSetup> = {
 beforeAll(async () => {
   env = await kubeTestEnv({ qps: 0 });
   remote = await startRemoteApiServer();
-  remoteClient = KubeClient.create({ kubeconfig: remote.kubeconfig, qps: 0 }).client;
+  remoteClient = (await KubeClient.create({ kubeconfig: remote.kubeconfig, qps: 0 })).client;
   await Promise.all([applyMeshCrds(env.client), applyMeshCrds(remoteClient)]);
   ns = uniqueName('mc');
   for (const c of [env.client, remoteClient]) await c.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
@@ -148,7 +148,7 @@ describe('remote clusters in the registry', () => {
   const captured = capturedLog();
 
   beforeAll(async () => {
-    local = createClusterSide(
+    local = await createClusterSide(
       { kubeconfig: env.cluster.kubeconfig, qps: 0, burst: 100, resyncMs: 0, clusterId: LOCAL, domain: 'cluster.local', trustDomain: 'cluster.local', configFromCrds: false, useEndpointSlices: true, edsForHeadless: false, selectWorkloadEntries: false },
       new MemoryConfigStore(),
       metrics,
@@ -238,8 +238,8 @@ describe('remote clusters in the registry', () => {
     const real = remoteClusterFactory(setup, metrics, captured.log);
     let failedStops = 0;
     // The real remote cluster, whose first stop fails (as closing a client over a broken connection may).
-    const factory: typeof real = (id, kubeconfig, source) => {
-      const cluster = real(id, kubeconfig, source);
+    const factory: typeof real = async (id, kubeconfig, source) => {
+      const cluster = await real(id, kubeconfig, source);
       return {
         ...cluster,
         stop: async () => {
@@ -285,7 +285,7 @@ describe('remote clusters: workload entries, MCS exports and headless services',
   const silent = pino({ level: 'silent' });
 
   beforeAll(async () => {
-    local = createClusterSide(
+    local = await createClusterSide(
       { kubeconfig: env.cluster.kubeconfig, qps: 0, burst: 100, resyncMs: 0, clusterId: LOCAL, domain: 'cluster.local', trustDomain: 'cluster.local', configFromCrds: false, useEndpointSlices: true, edsForHeadless: false, selectWorkloadEntries: false },
       new MemoryConfigStore(),
       metrics,

@@ -4,7 +4,8 @@
  * typed errors.
  */
 import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
-import { KubeClient, fromApiException } from '../../src/kube/client.js';
+import { KubeClient } from '../../src/kube/client.js';
+import { fromApiException, typedApi } from '../../src/kube/typed-api.js';
 import { KubeApiError, isConflict, isNotFound } from '../../src/kube/errors.js';
 import { TokenBucket } from '../../src/kube/rate-limiter.js';
 import type { KubeObject } from '../../src/kube/types.js';
@@ -42,7 +43,7 @@ describe('rate limiter', () => {
   });
 
   it('holds the request rate of a client to its QPS', async () => {
-    const { client } = KubeClient.create({ kubeconfig: env.cluster.kubeconfig, qps: 5, burst: 2 });
+    const { client } = await KubeClient.create({ kubeconfig: env.cluster.kubeconfig, qps: 5, burst: 2 });
     try {
       const started = performance.now();
       const done: number[] = [];
@@ -64,10 +65,10 @@ describe('rate limiter', () => {
   });
 
   it('also throttles the typed API clients of client-node', async () => {
-    const { client } = KubeClient.create({ kubeconfig: env.cluster.kubeconfig, qps: 4, burst: 1 });
+    const { client } = await KubeClient.create({ kubeconfig: env.cluster.kubeconfig, qps: 4, burst: 1 });
     try {
       const started = performance.now();
-      const names = await Promise.all(Array.from({ length: 5 }, () => client.api(CoreV1Api).readNamespace({ name: ns }).then((n) => n.metadata?.name)));
+      const names = await Promise.all(Array.from({ length: 5 }, () => typedApi(client, CoreV1Api).readNamespace({ name: ns }).then((n) => n.metadata?.name)));
       expect(names).toEqual([ns, ns, ns, ns, ns]);
       expect(performance.now() - started).toBeGreaterThanOrEqual(950);
       expect(client.limiter.stats().taken).toBe(5);
@@ -164,7 +165,7 @@ describe('generic calls through discovery', () => {
   });
 
   it('turns the errors of client-node’s typed clients into KubeApiError', async () => {
-    const err = await env.client.core.readNamespacedConfigMap({ name: 'absent', namespace: ns }).catch((e: unknown) => e);
+    const err = await typedApi(env.client, CoreV1Api).readNamespacedConfigMap({ name: 'absent', namespace: ns }).catch((e: unknown) => e);
     const typed = fromApiException(err);
     expect(typed?.statusCode).toBe(404);
     expect(typed?.reason).toBe('NotFound');

@@ -24,7 +24,7 @@ export interface KubeTestEnv {
 export async function kubeTestEnv(options: KubeClientOptions = {}): Promise<KubeTestEnv> {
   const cluster = await ensureCluster();
   const creds = await readKubeconfig(cluster.kubeconfig);
-  const { client } = KubeClient.create({ kubeconfig: cluster.kubeconfig, qps: 0, ...options });
+  const { client } = await KubeClient.create({ kubeconfig: cluster.kubeconfig, qps: 0, ...options });
   return { cluster, creds, client };
 }
 

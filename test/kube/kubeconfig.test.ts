@@ -42,8 +42,8 @@ afterAll(async () => {
 const inCluster = { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' };
 
 describe('loadKubeConfig', () => {
-  it('prefers the explicit path over KUBECONFIG, in-cluster and home', () => {
-    const loaded = loadKubeConfig({
+  it('prefers the explicit path over KUBECONFIG, in-cluster and home', async () => {
+    const loaded = await loadKubeConfig({
       kubeconfig: join(dir, 'explicit.yaml'),
       env: { KUBECONFIG: join(dir, 'env.yaml'), ...inCluster },
       homeDir: join(dir, 'home'),
@@ -54,40 +54,40 @@ describe('loadKubeConfig', () => {
     expect(loaded.namespace).toBe('ns-main');
   });
 
-  it('uses KUBECONFIG before in-cluster and home, and honours --context', () => {
+  it('uses KUBECONFIG before in-cluster and home, and honours --context', async () => {
     const env = { KUBECONFIG: `${join(dir, 'missing.yaml')}:${join(dir, 'env.yaml')}`, ...inCluster };
-    const loaded = loadKubeConfig({ env, homeDir: join(dir, 'home'), serviceAccountDir: join(dir, 'sa') });
+    const loaded = await loadKubeConfig({ env, homeDir: join(dir, 'home'), serviceAccountDir: join(dir, 'sa') });
     expect(loaded.server).toBe('https://env.example:6443/first');
-    const second = loadKubeConfig({ env, context: 'second', homeDir: join(dir, 'home'), serviceAccountDir: join(dir, 'sa') });
+    const second = await loadKubeConfig({ env, context: 'second', homeDir: join(dir, 'home'), serviceAccountDir: join(dir, 'sa') });
     expect(second.server).toBe('https://env.example:6443/second');
     expect(second.context).toBe('second');
   });
 
-  it('uses the in-cluster service account before ~/.kube/config', () => {
-    const loaded = loadKubeConfig({ env: inCluster, homeDir: join(dir, 'home'), serviceAccountDir: join(dir, 'sa') });
+  it('uses the in-cluster service account before ~/.kube/config', async () => {
+    const loaded = await loadKubeConfig({ env: inCluster, homeDir: join(dir, 'home'), serviceAccountDir: join(dir, 'sa') });
     expect(loaded.source).toBe('in-cluster');
     expect(loaded.server).toBe('https://10.0.0.1:443');
     expect(loaded.namespace).toBe('mesh-system');
   });
 
-  it('falls back to ~/.kube/config', () => {
-    const loaded = loadKubeConfig({ env: {}, homeDir: join(dir, 'home'), serviceAccountDir: join(dir, 'sa') });
+  it('falls back to ~/.kube/config', async () => {
+    const loaded = await loadKubeConfig({ env: {}, homeDir: join(dir, 'home'), serviceAccountDir: join(dir, 'sa') });
     expect(loaded.source).toBe(join(dir, 'home', '.kube', 'config'));
     expect(loaded.server).toBe('https://home.example:6443/main');
   });
 
-  it('names everything it tried when nothing is found', () => {
-    expect(() => loadKubeConfig({ env: {}, homeDir: join(dir, 'nohome'), serviceAccountDir: join(dir, 'nosa') })).toThrow(
+  it('names everything it tried when nothing is found', async () => {
+    await expect(loadKubeConfig({ env: {}, homeDir: join(dir, 'nohome'), serviceAccountDir: join(dir, 'nosa') })).rejects.toThrow(
       `no Kubernetes client configuration found: no kubeconfig path given; KUBECONFIG is not set; not in a cluster (KUBERNETES_SERVICE_HOST is not set); ${join(dir, 'nohome', '.kube', 'config')} does not exist`,
     );
-    expect(() => loadKubeConfig({ env: inCluster, homeDir: join(dir, 'nohome'), serviceAccountDir: join(dir, 'nosa') })).toThrow(
+    await expect(loadKubeConfig({ env: inCluster, homeDir: join(dir, 'nohome'), serviceAccountDir: join(dir, 'nosa') })).rejects.toThrow(
       `in-cluster: no readable token at ${join(dir, 'nosa', 'token')}`,
     );
   });
 
-  it('reports a missing or broken file and an unknown context clearly', () => {
-    expect(() => loadKubeConfig({ kubeconfig: join(dir, 'nope.yaml') })).toThrow(`kubeconfig ${join(dir, 'nope.yaml')} does not exist`);
-    expect(() => loadKubeConfig({ kubeconfig: join(dir, 'broken.yaml') })).toThrow(`kubeconfig ${join(dir, 'broken.yaml')} cannot be loaded`);
-    expect(() => loadKubeConfig({ kubeconfig: join(dir, 'env.yaml'), context: 'third' })).toThrow('no context "third" (known: first, second)');
+  it('reports a missing or broken file and an unknown context clearly', async () => {
+    await expect(loadKubeConfig({ kubeconfig: join(dir, 'nope.yaml') })).rejects.toThrow(`kubeconfig ${join(dir, 'nope.yaml')} does not exist`);
+    await expect(loadKubeConfig({ kubeconfig: join(dir, 'broken.yaml') })).rejects.toThrow(`kubeconfig ${join(dir, 'broken.yaml')} cannot be loaded`);
+    await expect(loadKubeConfig({ kubeconfig: join(dir, 'env.yaml'), context: 'third' })).rejects.toThrow('no context "third" (known: first, second)');
   });
 });

@@ -62,7 +62,7 @@ const show = (m: Map<string, string>): string => JSON.stringify([...m].sort());
 
 beforeAll(async () => {
   const cluster = await ensureCluster();
-  client = KubeClient.create({ kubeconfig: cluster.kubeconfig, qps: 0 }).client;
+  client = (await KubeClient.create({ kubeconfig: cluster.kubeconfig, qps: 0 })).client;
   await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   await client.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'churn', namespace: ns }, spec: { selector: { app: 'churn' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } } as KubeObject);
 }, CLUSTER_START_TIMEOUT_MS);

@@ -87,7 +87,7 @@ async function gaugeValue(g: { get(): Promise<{ values: Array<{ value: number }>
 
 beforeAll(async () => {
   const cluster = await ensureCluster();
-  client = KubeClient.create({ kubeconfig: cluster.kubeconfig }).client;
+  client = (await KubeClient.create({ kubeconfig: cluster.kubeconfig })).client;
   await create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { 'topology.mesh.io/network': 'net-test' } } });
   await create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'web-sa', namespace: ns } });
   caches = {

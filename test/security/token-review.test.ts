@@ -20,7 +20,7 @@ beforeAll(async () => {
   env = await kubeTestEnv();
   ns = await createNamespace(env.client, 'tokenreview');
   for (const sa of ['echo', 'legacy']) await env.client.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: ns } });
-  client = KubeClient.create({ kubeconfig: env.cluster.kubeconfig, qps: 0, onRequest: (i) => void (i.method === 'POST' && reviews++) }).client;
+  client = (await KubeClient.create({ kubeconfig: env.cluster.kubeconfig, qps: 0, onRequest: (i) => void (i.method === 'POST' && reviews++) })).client;
 }, CLUSTER_START_TIMEOUT_MS);
 
 afterAll(async () => {

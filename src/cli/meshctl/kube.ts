@@ -51,14 +51,14 @@ export async function kubeClientFor(
   const { KubeClient: Client, KubeConfigError } = await import('../../kube/client.js');
   const log = kubeRequestLog(globals.vklog ?? 0, globals.diagnostics ?? (() => undefined));
   try {
-    return Client.create({
+    return (await Client.create({
       kubeconfig: globals.clusterconfig || undefined,
       context: globals.context || undefined,
       env,
       userAgent: 'meshctl',
       timeoutMs: tuning.timeoutMs,
       ...log,
-    }).client;
+    })).client;
   } catch (err) {
     if (err instanceof KubeConfigError) throw new CliError(`cannot load the cluster configuration: ${err.message}`);
     if (err instanceof Error && err.message.startsWith('kubeconfig:')) throw new CliError(err.message);

@@ -213,7 +213,7 @@ export class RemoteClusterController {
       if (current && current.digest === w.digest) continue;
       let cluster: RemoteCluster;
       try {
-        cluster = this.opts.factory(w.clusterId, w.kubeconfig, where);
+        cluster = await this.opts.factory(w.clusterId, w.kubeconfig, where);
       } catch (err) {
         unusable.push(`${where}: unusable kubeconfig: ${(err as Error).message}`);
         if (current) await this.remove(current, `${where} now holds an unusable kubeconfig`);

@@ -24,4 +24,4 @@ export interface RemoteCluster {
  * Builds (does not start) a remote cluster. Throws when the kubeconfig is unusable; the message is
  * the reason. `source` names the kubeconfig in messages (`secret mesh-system/x key c2`).
  */
-export type RemoteClusterFactory = (clusterId: string, kubeconfig: string, source: string) => RemoteCluster;
+export type RemoteClusterFactory = (clusterId: string, kubeconfig: string, source: string) => Promise<RemoteCluster>;

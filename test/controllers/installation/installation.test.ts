@@ -33,7 +33,7 @@ async function status(path: string): Promise<number> {
 beforeAll(async () => {
   const cluster = await ensureCluster();
   creds = await readKubeconfig(cluster.kubeconfig);
-  client = KubeClient.create({ kubeconfig: cluster.kubeconfig }).client;
+  client = (await KubeClient.create({ kubeconfig: cluster.kubeconfig })).client;
   const resolved = await resolveSpec({ sets: [`namespace=${ns}`, 'profile=minimal'], revision });
   const crds = await readCrds(resolved.source);
   installation = planInstallation(resolved.spec, owner, crds);
