@@ -10,7 +10,6 @@ import { configReportText, type ConfigRejection } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { createDaemonMetrics } from './daemon-metrics.js';
 import { MeshModel } from '../model/mesh-model.js';
-import { KubeCredentialSource } from '../registry/kube/credentials.js';
 import { credentialAccess } from '../security/credential-access.js';
 import type { ServiceRegistry } from '../model/registry.js';
 import { AggregateRegistry } from '../registry/aggregate.js';
@@ -143,7 +142,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   await remotes?.start();
 
   // Gateway credentials: the Secrets connected gateways name, served over SDS (docs/adr/0105)
-  const credentials = cluster ? new KubeCredentialSource({ client: cluster.client, log: logs.source, errors: metrics.sdsCertificateErrors }) : undefined;
+  const credentials = cluster ? new (await import('../registry/kube/credentials.js')).KubeCredentialSource({ client: cluster.client, log: logs.source, errors: metrics.sdsCertificateErrors }) : undefined;
 
   // Model and xDS
   const model = new MeshModel(
