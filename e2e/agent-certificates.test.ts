@@ -1,0 +1,176 @@
+/**
+ * The sidecar agent's certificate client (src/agent/certificates.ts) against a real meshd on the
+ * local plane: the daemon's built-in CA serves the certificate service on its secured port, the
+ * agent proves who it is with a service-account token from the real TokenRequest API (audience
+ * mesh-ca), verifies meshd with the mesh root from mesh-ca-root-cert, gets an ECDSA P-256
+ * certificate that openssl verifies, and renews it before it expires with the certificate it holds.
+ * Failures are retried a bounded number of times; refusals are not retried and name the status.
+ *
+ * Needs `npm run build` (the daemon runs from dist/).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { CertificateManager, type CertificateManagerOptions, type WorkloadCertificate } from '../src/agent/certificates.js';
+import { parseCertificatePem } from '../src/ca/x509.js';
+import { ensureCluster, kubeRequest, readKubeconfig, type KubeconfigCredentials } from '../test/support/cluster.js';
+import { freePort, startDaemon, type Daemon } from '../test/support/daemon.js';
+import { eventually } from '../test/support/eventually.js';
+import { openssl, opensslWorkspace, type OpensslWorkspace } from '../test/support/openssl.js';
+import { applyCrds, createNamespace, deleteNamespace, apply } from './support/kube.js';
+import { requestToken } from './support/workload.js';
+
+const suffix = randomBytes(3).toString('hex');
+const meshNs = `mesh-agca-${suffix}`;
+const appNs = `app-agca-${suffix}`;
+const ID = `spiffe://cluster.local/ns/${appNs}/sa/echo`;
+
+let creds: KubeconfigCredentials;
+let daemon: Daemon | undefined;
+let dir: string;
+let ws: OpensslWorkspace;
+let secureAddr: string;
+let rootPem: string;
+let tokenPath: string;
+const managers: CertificateManager[] = [];
+const log = pino({ level: 'silent' });
+
+const options = (over: Partial<CertificateManagerOptions> = {}): CertificateManagerOptions => ({
+  ca: { address: secureAddr, serverName: `meshd.${meshNs}.svc`, timeoutMs: 10_000 },
+  identity: ID,
+  readToken: () => readFile(tokenPath, 'utf8'),
+  readRoots: async () => rootPem,
+  ttlSeconds: 3600,
+  graceRatio: 0.5,
+  jitterRatio: 0.1,
+  retry: { attempts: 3, initialDelayMs: 100, maxDelayMs: 400 },
+  rootPollMs: 60_000,
+  log,
+  ...over,
+});
+
+const manager = (over: Partial<CertificateManagerOptions> = {}): CertificateManager => {
+  const m = new CertificateManager(options(over));
+  managers.push(m);
+  return m;
+};
+
+beforeAll(async () => {
+  const cluster = await ensureCluster();
+  creds = await readKubeconfig(cluster.kubeconfig);
+  dir = await mkdtemp(join(tmpdir(), 'mesh-agent-ca-'));
+  ws = await opensslWorkspace();
+  await applyCrds(creds);
+  await createNamespace(creds, meshNs);
+  await createNamespace(creds, appNs);
+  await apply(creds, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'echo', namespace: appNs } });
+  secureAddr = `127.0.0.1:${await freePort()}`;
+  daemon = await startDaemon({
+    registries: 'Cluster',
+    args: ['--clusterconfig', cluster.kubeconfig, '--secureGRPCAddr', secureAddr],
+    env: { ENABLE_CA_SERVER: 'true', POD_NAMESPACE: meshNs, DEFAULT_WORKLOAD_CERT_TTL: '1h', MAX_WORKLOAD_CERT_TTL: '2h', DISC_ENABLE_STATUS: 'false' },
+    readyTimeoutMs: 60_000,
+  });
+  // The root as a pod sees it: the mesh-ca-root-cert ConfigMap the daemon keeps in the app namespace.
+  rootPem = await eventually(
+    'mesh-ca-root-cert in the app namespace',
+    async () => {
+      const res = await kubeRequest(creds, 'GET', `/api/v1/namespaces/${appNs}/configmaps/mesh-ca-root-cert`);
+      return res.status === 200 ? (res.body as { data?: Record<string, string> }).data?.['root-cert.pem'] : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+  tokenPath = join(dir, 'mesh-token');
+  await writeFile(tokenPath, await requestToken(creds, appNs, 'echo', ['mesh-ca']), { mode: 0o600 });
+}, 120_000);
+
+afterAll(async () => {
+  for (const m of managers) m.stop();
+  await daemon?.stop();
+  await ws?.cleanup();
+  if (dir) await rm(dir, { recursive: true, force: true });
+  if (creds) {
+    await deleteNamespace(creds, appNs);
+    await deleteNamespace(creds, meshNs);
+  }
+}, 60_000);
+
+const diagnostics = (): string => (daemon ? daemon.logs().slice(-4000) : '');
+
+describe('the agent certificate client', () => {
+  it('gets an ECDSA P-256 certificate for the pod identity with the projected token; openssl verifies it against the mesh root', async () => {
+    const vias: string[] = [];
+    const m = manager({ onRenewal: (result, via) => vias.push(`${result}:${via}`) });
+    const cert = await m.start();
+    expect(vias).toEqual(['success:token']);
+    const leaf = parseCertificatePem(cert.certChainPem);
+    expect(leaf.altNames.uris).toEqual([ID]);
+    expect(leaf.x509.publicKey.asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
+    expect(Math.abs(cert.notAfter.getTime() - Date.now() - 3600_000)).toBeLessThan(60_000);
+    const v = await ws.verify(cert.certChainPem, cert.rootPem, { purpose: 'sslclient' });
+    expect(v.stderr).toBe('');
+    expect(v.code).toBe(0);
+    // The key matches the leaf, and the served chain leaves out the root.
+    expect(cert.keyPem).toContain('BEGIN PRIVATE KEY');
+    expect(cert.certChainPem).not.toContain(rootPem.trim());
+  });
+
+  it('renews before expiry (at the grace ratio of the lifetime, with jitter) using the certificate it holds', async () => {
+    const vias: string[] = [];
+    const m = manager({ ttlSeconds: 6, graceRatio: 0.5, jitterRatio: 0.1, onRenewal: (result, via) => vias.push(`${result}:${via}`) });
+    const seen: WorkloadCertificate[] = [];
+    m.onChange((c) => seen.push(c));
+    const first = await m.start();
+    // The CA backdates notBefore; the lifetime counts from receipt.
+    const lifetime = first.notAfter.getTime() - first.receivedAt.getTime();
+    expect(lifetime).toBeLessThanOrEqual(6_000 + 1_000);
+    expect(lifetime).toBeGreaterThan(3_000);
+    await eventually('a renewed certificate', async () => seen.find((c) => c.version > first.version), { timeoutMs: 15_000, intervalMs: 100, diagnostics });
+    const renewed = seen.find((c) => c.version > first.version) as WorkloadCertificate;
+    // Renewed after 40 % of the lifetime (grace 0.5, jitter 0.1) and while the first was still valid.
+    expect(renewed.receivedAt.getTime() - first.receivedAt.getTime()).toBeGreaterThanOrEqual(0.4 * lifetime - 100);
+    expect(renewed.receivedAt.getTime()).toBeLessThan(first.notAfter.getTime());
+    expect(renewed.notAfter.getTime()).toBeGreaterThan(first.notAfter.getTime());
+    expect(parseCertificatePem(renewed.certChainPem).serialHex).not.toBe(parseCertificatePem(first.certChainPem).serialHex);
+    expect(renewed.keyPem).not.toBe(first.keyPem);
+    expect(vias.slice(0, 2)).toEqual(['success:token', 'success:certificate']);
+    expect((await ws.verify(renewed.certChainPem, rootPem, { purpose: 'sslclient' })).code).toBe(0);
+  }, 30_000);
+
+  it('a refusal (token for another audience) is not retried and names the status, never the token', async () => {
+    const wrong = join(dir, 'wrong-aud');
+    const token = await requestToken(creds, appNs, 'echo', ['not-mesh']);
+    await writeFile(wrong, token);
+    let attempts = 0;
+    const m = manager({ readToken: () => readFile(wrong, 'utf8'), onRenewal: () => attempts++ });
+    const err = (await m.start().catch((e: unknown) => e)) as Error;
+    expect(err).toBeInstanceOf(Error);
+    expect(err.message).toMatch(/UNAUTHENTICATED/);
+    expect(err.message).not.toContain(token);
+    expect(attempts).toBe(1);
+  });
+
+  it('meshd away: a bounded number of attempts with backoff, then a clear error', async () => {
+    const closed = `127.0.0.1:${await freePort()}`;
+    let attempts = 0;
+    const started = Date.now();
+    const m = manager({ ca: { address: closed, serverName: `meshd.${meshNs}.svc`, timeoutMs: 2_000 }, retry: { attempts: 3, initialDelayMs: 200, maxDelayMs: 1_000 }, onRenewal: () => attempts++ });
+    const err = (await m.start().catch((e: unknown) => e)) as Error;
+    expect(err.message).toMatch(/UNAVAILABLE/);
+    expect(attempts).toBe(3);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(200 + 400);
+  });
+
+  it('a server certificate that does not chain to the mesh root is not trusted', async () => {
+    const key = join(ws.dir, 'other.key');
+    const crt = join(ws.dir, 'other.pem');
+    const made = await openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', '/O=other', '-days', '1', '-keyout', key, '-out', crt]);
+    expect(made.code).toBe(0);
+    const other = await readFile(crt, 'utf8');
+    const m = manager({ readRoots: async () => other, retry: { attempts: 1, initialDelayMs: 10, maxDelayMs: 10 } });
+    const err = (await m.start().catch((e: unknown) => e)) as Error;
+    expect(err.message).toMatch(/UNAVAILABLE|certificate/i);
+  });
+});
