@@ -5,6 +5,9 @@
  * mesh-ca), verifies meshd with the mesh root from mesh-ca-root-cert, gets an ECDSA P-256
  * certificate that openssl verifies, and renews it before it expires with the certificate it holds.
  * Failures are retried a bounded number of times; refusals are not retried and name the status.
+ * Then the agent's SDS server serves that certificate on a Unix socket to a real gRPC client
+ * (grpc-js, Envoy's SecretDiscoveryService protocol, state of the world and delta), which decodes
+ * the Secret protos and receives the renewed certificate without asking again.
  *
  * Needs `npm run build` (the daemon runs from dist/).
  */
@@ -12,7 +15,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
+import { SDS_SERVICE_DEFINITION, SECRET_TYPE_URL, SdsServer } from '../src/agent/sds.js';
+import { Secret } from '../src/gen/envoy/extensions/transport_sockets/tls/v3/secret.js';
+import { DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse } from '../src/gen/envoy/service/discovery/v3/discovery.js';
 import { CertificateManager, type CertificateManagerOptions, type WorkloadCertificate } from '../src/agent/certificates.js';
 import { parseCertificatePem } from '../src/ca/x509.js';
 import { ensureCluster, kubeRequest, readKubeconfig, type KubeconfigCredentials } from '../test/support/cluster.js';
@@ -172,5 +180,125 @@ describe('the agent certificate client', () => {
     const m = manager({ readRoots: async () => other, retry: { attempts: 1, initialDelayMs: 10, maxDelayMs: 10 } });
     const err = (await m.start().catch((e: unknown) => e)) as Error;
     expect(err.message).toMatch(/UNAVAILABLE|certificate/i);
+  });
+});
+
+type Stream<Req, Res> = grpc.ClientDuplexStream<Req, Res>;
+
+/** A grpc-js client of the agent's SDS socket; `responses` collects each stream's answers. */
+function sdsClient(socket: string): grpc.Client & Record<string, (...a: unknown[]) => unknown> {
+  const Ctor = grpc.makeGenericClientConstructor(SDS_SERVICE_DEFINITION, 'SecretDiscoveryService');
+  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & Record<string, (...a: unknown[]) => unknown>;
+}
+
+const decodeSecrets = (r: { resources: { typeUrl: string; value: Uint8Array }[] }): Secret[] =>
+  r.resources.map((a) => {
+    expect(a.typeUrl).toBe(SECRET_TYPE_URL);
+    return Secret.decode(a.value);
+  });
+
+const leafSerial = (s: Secret): string => new X509Certificate(Buffer.from(s.tlsCertificate?.certificateChain?.inlineBytes ?? Buffer.alloc(0))).serialNumber;
+
+describe('the agent SDS server', () => {
+  let server: SdsServer;
+  let socket: string;
+  let m: CertificateManager;
+  const clients: grpc.Client[] = [];
+
+  beforeAll(async () => {
+    socket = join(dir, 'sds', 'socket');
+    m = manager({ ttlSeconds: 6, graceRatio: 0.5, jitterRatio: 0.1 });
+    await m.start();
+    server = new SdsServer({ socketPath: socket, log, current: () => m.current(), onChange: (l) => m.onChange(l) });
+    await server.start();
+  });
+
+  afterAll(async () => {
+    for (const c of clients) c.close();
+    await server?.stop();
+  });
+
+  it('StreamSecrets: default (chain and matching key) and ROOTCA (the mesh root) on their own streams; a renewal is pushed to the open stream; a NACK is not answered again', async () => {
+    const client = sdsClient(socket);
+    clients.push(client);
+    const open = (name: string): { stream: Stream<DiscoveryRequest, DiscoveryResponse>; got: DiscoveryResponse[] } => {
+      const stream = client.StreamSecrets() as Stream<DiscoveryRequest, DiscoveryResponse>;
+      const got: DiscoveryResponse[] = [];
+      stream.on('data', (r: DiscoveryResponse) => {
+        got.push(r);
+        // ACK like Envoy.
+        stream.write(DiscoveryRequest.fromPartial({ typeUrl: SECRET_TYPE_URL, resourceNames: [name], versionInfo: r.versionInfo, responseNonce: r.nonce, node: { id: 'sidecar~10.0.0.1~a.b~b.svc.cluster.local' } }));
+      });
+      stream.on('error', () => undefined);
+      stream.write(DiscoveryRequest.fromPartial({ typeUrl: SECRET_TYPE_URL, resourceNames: [name], node: { id: 'sidecar~10.0.0.1~a.b~b.svc.cluster.local' } }));
+      return { stream, got };
+    };
+    const def = open('default');
+    const root = open('ROOTCA');
+    await eventually('both secrets', async () => def.got.length > 0 && root.got.length > 0, { timeoutMs: 10_000, intervalMs: 50 });
+    const [secret] = decodeSecrets(def.got[0] as never);
+    expect(secret?.name).toBe('default');
+    const chain = Buffer.from(secret?.tlsCertificate?.certificateChain?.inlineBytes ?? Buffer.alloc(0)).toString();
+    const leaf = new X509Certificate(chain);
+    expect(leaf.subjectAltName).toContain(ID);
+    expect(leaf.checkPrivateKey(createPrivateKey(Buffer.from(secret?.tlsCertificate?.privateKey?.inlineBytes ?? Buffer.alloc(0))))).toBe(true);
+    const [rootSecret] = decodeSecrets(root.got[0] as never);
+    expect(rootSecret?.name).toBe('ROOTCA');
+    expect(Buffer.from(rootSecret?.validationContext?.trustedCa?.inlineBytes ?? Buffer.alloc(0)).toString()).toBe(rootPem);
+    expect(leaf.verify(new X509Certificate(rootPem).publicKey) || leaf.checkIssued(new X509Certificate(rootPem))).toBe(true);
+    // The ACK is not answered; the renewal (ttl 6 s, grace 0.5) is pushed.
+    const firstSerial = leafSerial(secret as Secret);
+    await eventually('a pushed renewal', async () => def.got.length >= 2, { timeoutMs: 15_000, intervalMs: 100 });
+    const renewed = decodeSecrets(def.got[1] as never)[0] as Secret;
+    expect(leafSerial(renewed)).not.toBe(firstSerial);
+    expect(Number(def.got[1]?.versionInfo)).toBeGreaterThan(Number(def.got[0]?.versionInfo));
+    // A NACK of the next push gets no answer.
+    const before = def.got.length;
+    def.stream.removeAllListeners('data');
+    def.stream.on('data', (r: DiscoveryResponse) => {
+      def.got.push(r);
+      def.stream.write(DiscoveryRequest.fromPartial({ typeUrl: SECRET_TYPE_URL, resourceNames: ['default'], versionInfo: def.got[before - 1]?.versionInfo, responseNonce: r.nonce, errorDetail: { code: 3, message: 'test: rejected' } }));
+    });
+    await m.renewNow();
+    await eventually('the push after renewNow', async () => def.got.length === before + 1, { timeoutMs: 10_000, intervalMs: 50 });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(def.got.length).toBe(before + 1);
+    expect(server.streamCount).toBeGreaterThanOrEqual(2);
+    def.stream.end();
+    root.stream.end();
+  }, 40_000);
+
+  it('DeltaSecrets: subscribe to both, get both; a renewal sends default again', async () => {
+    const client = sdsClient(socket);
+    clients.push(client);
+    const stream = client.DeltaSecrets() as Stream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>;
+    const got: DeltaDiscoveryResponse[] = [];
+    stream.on('data', (r: DeltaDiscoveryResponse) => {
+      got.push(r);
+      stream.write(DeltaDiscoveryRequest.fromPartial({ typeUrl: SECRET_TYPE_URL, responseNonce: r.nonce }));
+    });
+    stream.on('error', () => undefined);
+    stream.write(DeltaDiscoveryRequest.fromPartial({ typeUrl: SECRET_TYPE_URL, resourceNamesSubscribe: ['default', 'ROOTCA'] }));
+    await eventually('the first delta', async () => got.length > 0, { timeoutMs: 10_000, intervalMs: 50 });
+    expect(got[0]?.resources.map((r) => r.name).sort()).toEqual(['ROOTCA', 'default']);
+    await m.renewNow();
+    await eventually('the renewal delta', async () => got.length > 1, { timeoutMs: 10_000, intervalMs: 50 });
+    const names = got[1]?.resources.map((r) => r.name) ?? [];
+    expect(names).toContain('default');
+    const s = Secret.decode(got[1]?.resources.find((r) => r.name === 'default')?.resource?.value ?? new Uint8Array());
+    expect(s.tlsCertificate?.privateKey?.inlineBytes?.length).toBeGreaterThan(0);
+    stream.end();
+  }, 30_000);
+
+  it('a request for another type is refused with INVALID_ARGUMENT', async () => {
+    const client = sdsClient(socket);
+    clients.push(client);
+    const stream = client.StreamSecrets() as Stream<DiscoveryRequest, DiscoveryResponse>;
+    const status = new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
+    stream.on('data', () => undefined);
+    stream.write(DiscoveryRequest.fromPartial({ typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', resourceNames: ['default'] }));
+    const err = await status;
+    expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(err.details).toMatch(/type_url/);
   });
 });
