@@ -12,10 +12,12 @@
  * Needs `npm run build` (the daemon runs from dist/).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import { SDS_SERVICE_DEFINITION, SECRET_TYPE_URL, SdsServer } from '../src/agent/sds.js';
@@ -23,8 +25,13 @@ import { Secret } from '../src/gen/envoy/extensions/transport_sockets/tls/v3/sec
 import { DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse } from '../src/gen/envoy/service/discovery/v3/discovery.js';
 import { CertificateManager, type CertificateManagerOptions, type WorkloadCertificate } from '../src/agent/certificates.js';
 import { parseCertificatePem } from '../src/ca/x509.js';
+import { fetchText } from '../src/agent/status.js';
+import { DEFAULT_INJECTOR_CONFIG, parseInjectionValues } from '../src/inject/config.js';
+import { injectPod } from '../src/inject/inject.js';
+import type { Container, Pod } from '../src/inject/pod.js';
+import { kubeletArgs, kubeletEnv } from '../test/support/injected-agent.js';
 import { ensureCluster, kubeRequest, readKubeconfig, type KubeconfigCredentials } from '../test/support/cluster.js';
-import { freePort, startDaemon, type Daemon } from '../test/support/daemon.js';
+import { freePort, REPO_ROOT, startDaemon, type Daemon } from '../test/support/daemon.js';
 import { eventually } from '../test/support/eventually.js';
 import { openssl, opensslWorkspace, type OpensslWorkspace } from '../test/support/openssl.js';
 import { applyCrds, createNamespace, deleteNamespace, apply } from './support/kube.js';
@@ -301,4 +308,162 @@ describe('the agent SDS server', () => {
     expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(err.details).toMatch(/type_url/);
   });
+});
+
+describe('the mesh-agent process (proxy sidecar), as the injector runs it', () => {
+  const AGENT_CLI = join(REPO_ROOT, 'dist', 'cli', 'mesh-agent.js');
+  let app: Server;
+  let appPort: number;
+  let appHealthy = true;
+
+  beforeAll(async () => {
+    app = createServer((req, res) => {
+      if (req.url === '/metrics') res.writeHead(200).end('app_requests_total 7\n');
+      else res.writeHead(req.url === '/ready' && appHealthy ? 200 : 500).end();
+    });
+    appPort = await freePort();
+    await new Promise<void>((r) => app.listen(appPort, '127.0.0.1', r));
+  });
+  afterAll(() => new Promise<void>((r) => app.close(() => r())));
+
+  interface Agent {
+    readonly child: ChildProcess;
+    readonly exit: Promise<number>;
+    readonly healthPort: number;
+    readonly statusPort: number;
+    readonly adminPort: number;
+    readonly socket: string;
+    readonly configDir: string;
+    readonly record: string;
+    stderr(): string;
+  }
+
+  /** Starts dist/cli/mesh-agent.js with the proxy container's args and env from the real sidecar template. */
+  async function startAgent(name: string, standInEnv: Record<string, string> = {}): Promise<Agent> {
+    const work = join(dir, name);
+    await mkdir(join(work, 'pod'), { recursive: true });
+    await writeFile(join(work, 'pod', 'labels'), 'app="echo"\nversion="v1"\n');
+    const envoy = join(work, 'envoy');
+    await writeFile(envoy, `#!/bin/sh\nexec "${process.execPath}" "${join(REPO_ROOT, 'e2e', 'support', 'envoy-stand-in.mjs')}" "$@"\n`, { mode: 0o755 });
+    const [healthPort, statusPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+    const p = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'echo-0', namespace: appNs, labels: { app: 'echo' }, annotations: { 'prometheus.io/port': String(appPort), 'prometheus.io/path': '/metrics' } },
+      spec: { serviceAccountName: 'echo', containers: [{ name: 'echo', image: 'echo', readinessProbe: { httpGet: { path: '/ready', port: appPort } } }] },
+    } as unknown as Pod;
+    const injected = injectPod(p, appNs, {
+      config: DEFAULT_INJECTOR_CONFIG,
+      values: parseInjectionValues(JSON.stringify({ global: { meshNamespace: meshNs, discoveryAddress: `meshd.${meshNs}.svc:15012` } })),
+      mesh: { trustDomain: 'cluster.local', defaultConfig: { discoveryAddress: secureAddr, proxyAdminPort: adminPort, terminationDrainDuration: '1s' } },
+      revision: 'default',
+      domain: 'cluster.local',
+      clusterSupportsNativeSidecars: false,
+      probeLocalhost: false,
+      legacyFsGroup: false,
+    }).pod;
+    const proxy = injected.spec!.containers.find((c) => c.name === 'mesh-proxy') as Container;
+    const env = { ...kubeletEnv(proxy, { name: 'echo-0', namespace: appNs, podIP: '127.0.0.1', serviceAccount: 'echo' }), CA_ADDR: secureAddr };
+    const socket = join(work, 'sds', 'socket');
+    const configDir = join(work, 'proxy');
+    const record = join(work, 'envoy-record.jsonl');
+    const args = [
+      ...kubeletArgs(proxy, env),
+      // Paths and ports of a local process instead of the pod's mounts (the flags exist for this).
+      '--envoyBinary', envoy, '--tokenPath', tokenPath, '--rootCertPath', join(work, 'root-cert.pem'), '--sdsSocket', socket,
+      '--configDir', configDir, '--podInfoDir', join(work, 'pod'), '--xdsServerName', `meshd.${meshNs}.svc`,
+      '--statusPort', String(statusPort), '--healthPort', String(healthPort),
+    ];
+    await writeFile(join(work, 'root-cert.pem'), rootPem);
+    const child = spawn(process.execPath, [AGENT_CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env, STAND_IN_RECORD: record, ...standInEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr = (stderr + c).slice(-20_000)));
+    const exit = new Promise<number>((r) => child.once('exit', (code, sig) => r(code ?? (sig ? 128 : 1))));
+    return { child, exit, healthPort, statusPort, adminPort, socket, configDir, record, stderr: () => stderr };
+  }
+
+  const get = (port: number, path: string): Promise<{ status: number; body: string }> => fetchText('127.0.0.1', port, path, 3_000);
+  const events = async (file: string): Promise<{ event: string; url?: string; node?: string; args?: string[] }[]> =>
+    (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event: string });
+
+  it('gets the certificate, serves it over SDS, writes the bootstrap, starts Envoy, answers readiness, merged metrics and the rewritten probe, and drains on SIGTERM', async () => {
+    const a = await startAgent('run');
+    const diag = (): string => `agent stderr:\n${a.stderr()}\n${diagnostics()}`;
+    try {
+      // Not ready before Envoy is LIVE; ready after.
+      const ready = await eventually('readiness 200', async () => {
+        const r = await get(a.healthPort, '/healthz/ready').catch(() => undefined);
+        return r?.status === 200 ? r : undefined;
+      }, { timeoutMs: 30_000, intervalMs: 100, diagnostics: diag });
+      expect(ready.body).toContain('envoy: LIVE');
+      const started = (await events(a.record)).find((e) => e.event === 'start');
+      expect(started?.node).toBe(`sidecar~127.0.0.1~echo-0.${appNs}~${appNs}.svc.cluster.local`);
+      expect(started?.args).toEqual(expect.arrayContaining(['-c', join(a.configDir, 'envoy-rev.json'), '-l', 'warning']));
+      const boot = JSON.parse(await readFile(join(a.configDir, 'envoy-rev.json'), 'utf8')) as { node: { metadata: { LABELS: Record<string, string> } } };
+      expect(boot.node.metadata.LABELS).toEqual({ app: 'echo', version: 'v1' });
+
+      // SDS on the socket: the real certificate meshd issued for the pod's service account.
+      const client = sdsClient(a.socket);
+      const res = await new Promise<DiscoveryResponse>((resolve, reject) =>
+        (client.FetchSecrets as (r: DiscoveryRequest, cb: (e: Error | null, r: DiscoveryResponse) => void) => void)(DiscoveryRequest.fromPartial({ typeUrl: SECRET_TYPE_URL, resourceNames: ['default', 'ROOTCA'] }), (e, r) => (e ? reject(e) : resolve(r))),
+      );
+      client.close();
+      const [def] = decodeSecrets(res as never);
+      expect(new X509Certificate(Buffer.from(def?.tlsCertificate?.certificateChain?.inlineBytes ?? Buffer.alloc(0))).subjectAltName).toContain(ID);
+
+      // Merged metrics: the agent's own, Envoy's, the application's.
+      const m = await get(a.statusPort, '/stats/prometheus');
+      expect(m.status).toBe(200);
+      expect(m.body).toMatch(/^mesh_agent_certificate_expiry_timestamp_seconds \d+/m);
+      expect(m.body).toContain('mesh_agent_certificate_requests_total{result="success",credential="token"} 1');
+      expect(m.body).toContain('envoy_server_live 1');
+      expect(m.body).toContain('app_requests_total 7');
+
+      // The rewritten readiness probe reaches the application.
+      expect((await get(a.statusPort, '/app-health/echo/readyz')).status).toBe(200);
+      appHealthy = false;
+      expect((await get(a.statusPort, '/app-health/echo/readyz')).status).toBe(500);
+      appHealthy = true;
+      expect((await get(a.statusPort, '/app-health/other/readyz')).status).toBe(404);
+
+      // SIGTERM: listeners drained, exit 0 after the drain duration (terminationDrainDuration 1s).
+      const t0 = Date.now();
+      a.child.kill('SIGTERM');
+      expect(await a.exit).toBe(0);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(1_000);
+      const ev = await events(a.record);
+      expect(ev.map((e) => e.event)).toEqual(['start', 'drain', 'sigterm']);
+      expect(ev[1]?.url).toContain('graceful');
+      // Nothing secret in the agent's log.
+      expect(a.stderr()).toContain('workload certificate issued');
+      expect(a.stderr()).not.toContain('PRIVATE KEY');
+      expect(a.stderr()).not.toContain((await readFile(tokenPath, 'utf8')).trim());
+    } finally {
+      a.child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it('Envoy exiting on its own ends the agent with a failure code; readiness says so until then', async () => {
+    const a = await startAgent('crash', { STAND_IN_LIVE_AFTER_MS: '60000', STAND_IN_EXIT_AFTER_MS: '2500' });
+    try {
+      // Envoy up but not LIVE: 503 with its state.
+      const notReady = await eventually('Envoy state in the readiness answer', async () => {
+        const r = await get(a.healthPort, '/healthz/ready').catch(() => undefined);
+        return r && /PRE_INITIALIZING/.test(r.body) ? r : undefined;
+      }, { timeoutMs: 30_000, intervalMs: 50 });
+      expect(notReady.status).toBe(503);
+      expect(await a.exit).toBe(3);
+    } finally {
+      a.child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it('an Envoy binary that is not there is an error naming the flag', async () => {
+    const a = await startAgent('nobinary');
+    await rm(join(dir, 'nobinary', 'envoy'));
+    // The binary is checked after the certificate is had; the agent exits non-zero naming it.
+    const code = await a.exit;
+    expect(code).not.toBe(0);
+    expect(a.stderr()).toMatch(/--envoyBinary .*envoy: not an executable file/);
+  }, 60_000);
 });
