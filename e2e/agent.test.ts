@@ -444,7 +444,7 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
   }, 60_000);
 
   it('Envoy exiting on its own ends the agent with a failure code; readiness says so until then', async () => {
-    const a = await startAgent('crash', { STAND_IN_LIVE_AFTER_MS: '60000', STAND_IN_EXIT_AFTER_MS: '2500' });
+    const a = await startAgent('crash', { STAND_IN_LIVE_AFTER_MS: '60000', STAND_IN_EXIT_AFTER_MS: '6000' });
     try {
       // Envoy up but not LIVE: 503 with its state.
       const notReady = await eventually('Envoy state in the readiness answer', async () => {
