@@ -7,7 +7,10 @@
  * Failures are retried a bounded number of times; refusals are not retried and name the status.
  * Then the agent's SDS server serves that certificate on a Unix socket to a real gRPC client
  * (grpc-js, Envoy's SecretDiscoveryService protocol, state of the world and delta), which decodes
- * the Secret protos and receives the renewed certificate without asking again.
+ * the Secret protos and receives the renewed certificate without asking again. Last, the mesh-agent
+ * process as the sidecar template runs it: the certificate and root it serves over SDS, with the
+ * node id of the bootstrap it wrote, open an ADS stream on meshd's secured port (grpc-go,
+ * tools/mesh-workload); Envoy itself is a stand-in for the process-supervision parts only.
  *
  * Needs `npm run build` (the daemon runs from dist/).
  */
@@ -35,7 +38,8 @@ import { freePort, REPO_ROOT, startDaemon, type Daemon } from '../test/support/d
 import { eventually } from '../test/support/eventually.js';
 import { openssl, opensslWorkspace, type OpensslWorkspace } from '../test/support/openssl.js';
 import { applyCrds, createNamespace, deleteNamespace, apply } from './support/kube.js';
-import { requestToken } from './support/workload.js';
+import { requestToken, runWorkload } from './support/workload.js';
+import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath } from '../test/support/go-tools.js';
 
 const suffix = randomBytes(3).toString('hex');
 const meshNs = `mesh-agca-${suffix}`;
@@ -316,14 +320,17 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
   let appPort: number;
   let appHealthy = true;
 
+  let workloadBin: string;
+
   beforeAll(async () => {
+    workloadBin = await goToolPath('mesh-workload');
     app = createServer((req, res) => {
       if (req.url === '/metrics') res.writeHead(200).end('app_requests_total 7\n');
       else res.writeHead(req.url === '/ready' && appHealthy ? 200 : 500).end();
     });
     appPort = await freePort();
     await new Promise<void>((r) => app.listen(appPort, '127.0.0.1', r));
-  });
+  }, GO_TOOL_BUILD_TIMEOUT_MS);
   afterAll(() => new Promise<void>((r) => app.close(() => r())));
 
   interface Agent {
@@ -408,8 +415,23 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
         (client.FetchSecrets as (r: DiscoveryRequest, cb: (e: Error | null, r: DiscoveryResponse) => void) => void)(DiscoveryRequest.fromPartial({ typeUrl: SECRET_TYPE_URL, resourceNames: ['default', 'ROOTCA'] }), (e, r) => (e ? reject(e) : resolve(r))),
       );
       client.close();
-      const [def] = decodeSecrets(res as never);
-      expect(new X509Certificate(Buffer.from(def?.tlsCertificate?.certificateChain?.inlineBytes ?? Buffer.alloc(0))).subjectAltName).toContain(ID);
+      const [def, rootSecret] = decodeSecrets(res as never);
+      const chainPem = Buffer.from(def?.tlsCertificate?.certificateChain?.inlineBytes ?? Buffer.alloc(0)).toString();
+      expect(new X509Certificate(chainPem).subjectAltName).toContain(ID);
+
+      // What Envoy would do with this bootstrap and these secrets: ADS on meshd's secured port with
+      // the SDS client certificate, the ROOTCA bundle and the bootstrap's node id (grpc-go client).
+      const files = join(dir, 'run', 'ads');
+      await mkdir(files, { recursive: true });
+      await writeFile(join(files, 'chain.pem'), chainPem);
+      await writeFile(join(files, 'key.pem'), Buffer.from(def?.tlsCertificate?.privateKey?.inlineBytes ?? Buffer.alloc(0)), { mode: 0o600 });
+      await writeFile(join(files, 'root.pem'), Buffer.from(rootSecret?.validationContext?.trustedCa?.inlineBytes ?? Buffer.alloc(0)));
+      const ads = await runWorkload(workloadBin, [
+        'xds', '-addr', secureAddr, '-server-name', `meshd.${meshNs}.svc`, '-root', join(files, 'root.pem'),
+        '-cert', join(files, 'chain.pem'), '-key', join(files, 'key.pem'), '-node-id', started?.node ?? '',
+      ]);
+      expect(ads).toMatchObject({ ok: true });
+      expect(ads.resources?.clusters ?? 0).toBeGreaterThan(0);
 
       // Merged metrics: the agent's own, Envoy's, the application's.
       const m = await get(a.statusPort, '/stats/prometheus');
