@@ -66,6 +66,9 @@ const envoyRoots = [
   // security policy (docs/adr/0081): authorization filters
   'envoy/extensions/filters/http/rbac/v3/rbac.proto',
   'envoy/extensions/filters/network/rbac/v3/rbac.proto',
+  // the sidecar agent (src/agent/): its SDS server and the Envoy bootstrap it writes
+  'envoy/service/secret/v3/sds.proto',
+  'envoy/config/bootstrap/v3/bootstrap.proto',
 ];
 
 function listProtos(dir) {

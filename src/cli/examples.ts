@@ -253,3 +253,13 @@ export const OPERATOR_EXAMPLES: ExampleTable = {
   ],
   version: [ex('Print the version alone', 'mesh-operator version --short')],
 };
+
+export const AGENT_EXAMPLES: ExampleTable = {
+  '': [ex('Run the proxy of an injected pod (what the sidecar template runs)', 'mesh-agent proxy sidecar --domain shop.svc.cluster.local')],
+  proxy: [
+    ex('Run a sidecar proxy', 'mesh-agent proxy sidecar --domain shop.svc.cluster.local --proxyLogLevel=warning --log_output_level=default:info'),
+    ex('Run as a local process against meshd on this machine', 'mesh-agent proxy sidecar --envoyBinary ./envoy --tokenPath ./token --rootCertPath ./root-cert.pem --sdsSocket ./sds.sock --configDir ./proxy --xdsServerName meshd.mesh-system.svc'),
+  ],
+  'grpc-bootstrap': [ex('Write the bootstrap of a proxyless gRPC application', 'mesh-agent grpc-bootstrap --xds-address meshd.mesh-system.svc:15010 --out /var/lib/grpc/data/bootstrap.json --domain shop.svc.cluster.local')],
+  version: [ex('Print the version alone', 'mesh-agent version --short')],
+};

@@ -228,7 +228,29 @@ export async function meshOperatorReference(): Promise<ReferencePage> {
   return { file: 'mesh-operator.md', text };
 }
 
+/** docs/reference/mesh-agent.md */
+export async function meshAgentReference(): Promise<ReferencePage> {
+  const { buildAgentProgram } = await import('./mesh-agent.js');
+  const { agentMetrics } = await import('../agent/metrics.js');
+  const program = buildAgentProgram(createCli(SILENT_IO));
+  const text = [
+    header('mesh-agent reference', `${program.description()} The injector's templates run \`mesh-agent proxy sidecar\` (or \`router\` for a gateway) in the \`mesh-proxy\` container.`),
+    '',
+    '## Commands',
+    '',
+    commandSections(program, () => undefined),
+    '',
+    '## Metrics',
+    '',
+    "Served on the status port (15020) at `/stats/prometheus`, followed by Envoy's metrics and the application's (when its `prometheus.io/port` annotation names one).",
+    '',
+    await metricsTable(agentMetrics(() => 0).registry),
+    '',
+  ].join('\n');
+  return { file: 'mesh-agent.md', text };
+}
+
 /** Every page of docs/reference/. */
 export async function referencePages(): Promise<ReferencePage[]> {
-  return [await meshctlReference(), await meshDiscoveryReference(), await meshOperatorReference()];
+  return [await meshctlReference(), await meshDiscoveryReference(), await meshOperatorReference(), await meshAgentReference()];
 }

@@ -1,5 +1,5 @@
 /**
- * Help of the three programs: every command has examples, every example parses with the real
+ * Help of the four programs: every command has examples, every example parses with the real
  * program (no unknown command, flag or missing argument), and a subcommand's help shows the global
  * flags it accepts.
  */
@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { examplesOf } from '../../src/cli/help.js';
 import { buildProgram as buildDiscovery } from '../../src/cli/mesh-discovery.js';
 import { buildOperatorProgram } from '../../src/cli/mesh-operator.js';
+import { buildAgentProgram } from '../../src/cli/mesh-agent.js';
 import { buildMeshctl } from '../../src/cli/meshctl.js';
 import { createCli, type Cli } from '../../src/cli/runner.js';
 import { registerDiscoveryFlags } from '../../src/config/discovery-flags.js';
@@ -18,6 +19,7 @@ const PROGRAMS: ReadonlyArray<readonly [string, Build]> = [
   ['meshctl', buildMeshctl],
   ['mesh-discovery', buildDiscovery],
   ['mesh-operator', buildOperatorProgram],
+  ['mesh-agent', buildAgentProgram],
 ];
 
 /** The program; `loaded` registers the daemon's flags, which mesh-discovery loads when parsing reaches `discovery`. */

@@ -92,10 +92,10 @@ describe('the packed package', () => {
     expect(r.stderr).toMatch(/toml/);
   });
 
-  it('runs the daemon and operator bins from the package once their dependencies are installed', () => {
+  it('runs the daemon, operator and agent bins from the package once their dependencies are installed', () => {
     // Stand-in for `npm install` of the dependencies: the project's own node_modules.
     symlinkSync(join(REPO_ROOT, 'node_modules'), join(unpacked, 'node_modules'), 'dir');
-    for (const bin of ['mesh-discovery', 'mesh-operator']) {
+    for (const bin of ['mesh-discovery', 'mesh-operator', 'mesh-agent']) {
       const r = run(process.execPath, [join(unpacked, pkg.bin[bin]), 'version', '-o', 'json'], work);
       expect({ bin, status: r.status, stderr: r.stderr }).toEqual({ bin, status: 0, stderr: '' });
       expect(JSON.parse(r.stdout)).toMatchObject({ clientVersion: { version: pkg.version } });

@@ -3,6 +3,7 @@
  * committed pages must be what the code generates now, and they must carry every command, flag,
  * variable and metric the programs have.
  */
+import { agentMetrics } from '../../src/agent/metrics.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { referencePages, type ReferencePage } from '../../src/cli/reference.js';
@@ -69,6 +70,12 @@ describe('docs/reference', () => {
     expect(text).toContain('| `--readiness-timeout` |  | duration | `5m0s` |');
     expect(text).toContain('| `--filename` | `-f` | stringSlice |  |');
     expect(text).toContain('| `--set` | `-s` | stringArray |  |');
+  });
+
+  it('lists the agent command and its metrics', async () => {
+    const text = page('mesh-agent.md');
+    expect(text).toContain('### mesh-agent proxy\n');
+    for (const m of await agentMetrics(() => 0).registry.getMetricsAsJSON()) expect(text).toContain(`| \`${m.name}\` |`);
   });
 
   it('lists the operator controller and its metrics', async () => {

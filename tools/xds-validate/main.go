@@ -45,16 +45,17 @@ func main() {
 }
 
 type config struct {
-	addr     string
-	nodeID   string
-	metadata string
-	cluster  string
-	locality string
-	timeout  time.Duration
-	quiet    time.Duration
-	delta    bool
-	out      string
-	dump     bool
+	addr      string
+	nodeID    string
+	metadata  string
+	cluster   string
+	locality  string
+	timeout   time.Duration
+	quiet     time.Duration
+	delta     bool
+	out       string
+	dump      bool
+	bootstrap string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -71,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.delta, "delta", false, "use DeltaAggregatedResources (incremental xDS) instead of StreamAggregatedResources")
 	fs.StringVar(&cfg.out, "out", "", "write the JSON report to this file (default: stdout)")
 	fs.BoolVar(&cfg.dump, "dump", false, `add every resource received, as protojson, to the report under "dump"`)
+	fs.StringVar(&cfg.bootstrap, "bootstrap", "", "check this Envoy bootstrap file (JSON) instead of connecting to a server")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: xds-validate [flags]
 
@@ -94,6 +96,10 @@ Flags:
 		fmt.Fprintf(stderr, "xds-validate: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
 		return exitTransport
 	}
+	if cfg.bootstrap != "" {
+		rep, code := validateBootstrapFile(cfg.bootstrap)
+		return writeReport(rep, code, cfg, stdout, stderr)
+	}
 	node, err := buildNode(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "xds-validate: %v\n", err)
@@ -105,6 +111,10 @@ Flags:
 	rep, code := validateServer(ctx, cfg.addr, collectOptions{
 		Node: node, Delta: cfg.delta, Quiet: cfg.quiet, Dump: cfg.dump, Timeout: cfg.timeout,
 	})
+	return writeReport(rep, code, cfg, stdout, stderr)
+}
+
+func writeReport(rep *report, code int, cfg config, stdout, stderr io.Writer) int {
 
 	body, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
