@@ -253,3 +253,12 @@ export const OPERATOR_EXAMPLES: ExampleTable = {
   ],
   version: [ex('Print the version alone', 'mesh-operator version --short')],
 };
+
+export const AGENT_EXAMPLES: ExampleTable = {
+  '': [ex('Print the capture rules of an injected pod without applying them', 'mesh-agent capture --dry-run')],
+  capture: [
+    ex('The rules the injector\'s mesh-init step writes, printed', 'mesh-agent capture -p 15001 -z 15006 -u 1337 -g 1337 -m REDIRECT -i "*" -x "" -b "*" -d 15020,15021,15090 --dry-run'),
+    ex('Capture only 10.0.0.0/8, leave port 5432 out, IPv4 and IPv6', 'mesh-agent capture -i 10.0.0.0/8,fd00::/8 -o 5432 --ipv6'),
+  ],
+  version: [ex('Print the version alone', 'mesh-agent version --short')],
+};
