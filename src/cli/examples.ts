@@ -108,6 +108,17 @@ export const MESHCTL_EXAMPLES: ExampleTable = {
     ex('Wait up to two minutes for 90 % of the proxies to hold generation 4 of a DestinationRule', 'meshctl x wait dr reviews.shop --generation 4 --threshold 0.9 --timeout 2m'),
     ex('Wait until the proxies no longer hold a deleted Gateway', 'meshctl x wait gw public.mesh-system --for delete'),
   ],
+  'cluster-inject': [
+    ex('Inject a Deployment with the cluster\'s injector settings and apply it', 'meshctl cluster-inject -f deployment.yaml | kubectl apply -f -'),
+    ex('Inject offline, with the settings saved to files', 'meshctl cluster-inject -f app.yaml --injectConfigFile inject-config.yaml --meshConfigFile mesh.yaml --valuesFile values.json -o app-injected.yaml'),
+    ex('Inject with the settings of revision canary', 'kubectl get deployment web -o yaml | meshctl cluster-inject -f - --revision canary'),
+  ],
+  'experimental cluster-uninject': [ex('Remove the sidecar from an injected file', 'meshctl x cluster-uninject -f app-injected.yaml -o app.yaml')],
+  'experimental injector': [ex('List the injectors\' namespaces and pods', 'meshctl x injector list')],
+  'experimental injector list': [
+    ex('Namespaces selected for injection, their revision and pods', 'meshctl x injector list'),
+    ex('The same as JSON', 'meshctl x injector list -o json'),
+  ],
   'experimental precheck': [
     ex('Check the cluster before installing', 'meshctl x precheck'),
     ex('Check it for a second control plane of revision canary', 'meshctl x precheck -r canary'),
@@ -261,5 +272,9 @@ export const AGENT_EXAMPLES: ExampleTable = {
     ex('Run as a local process against meshd on this machine', 'mesh-agent proxy sidecar --envoyBinary ./envoy --tokenPath ./token --rootCertPath ./root-cert.pem --sdsSocket ./sds.sock --configDir ./proxy --xdsServerName meshd.mesh-system.svc'),
   ],
   'grpc-bootstrap': [ex('Write the bootstrap of a proxyless gRPC application', 'mesh-agent grpc-bootstrap --xds-address meshd.mesh-system.svc:15010 --out /var/lib/grpc/data/bootstrap.json --domain shop.svc.cluster.local')],
+  capture: [
+    ex('The rules the injector\'s mesh-init step writes, printed', 'mesh-agent capture -p 15001 -z 15006 -u 1337 -g 1337 -m REDIRECT -i "*" -x "" -b "*" -d 15020,15021,15090 --dry-run'),
+    ex('Capture only 10.0.0.0/8, leave port 5432 out, IPv4 and IPv6', 'mesh-agent capture -i 10.0.0.0/8,fd00::/8 -o 5432 --ipv6'),
+  ],
   version: [ex('Print the version alone', 'mesh-agent version --short')],
 };
