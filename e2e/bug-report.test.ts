@@ -29,9 +29,9 @@ let daemon: Daemon;
 let proxy: TestProxy;
 let dir: string;
 
-async function run(argv: string[], extraEnv: Record<string, string> = {}) {
+async function run(argv: string[], extraEnv: Record<string, string> = {}, isTTY = false) {
   const c = captureIO({ HOME: dir, MESHCTL_XDS_ADDRESS: daemon?.grpcAddr ?? '', MESHCTL_PLAINTEXT: 'true', ...extraEnv });
-  const code = await meshctl(argv, c.io);
+  const code = await meshctl(argv, { ...c.io, isTTY });
   return { code, stdout: c.stdout(), stderr: c.stderr() };
 }
 
@@ -156,6 +156,13 @@ describe('bug-report', () => {
     expect(r.stdout).not.toContain('reviews-0');
     expect(r.stdout).toContain(`logs of meshd ${meshNs}/meshd-0 container discovery`);
     expect(fs.readdirSync(out)).toEqual([]);
+    // the same settings from -f, which wins over the flags (lists replace)
+    const settings = path.join(dir, 'dry.yaml');
+    fs.writeFileSync(settings, `dryRun: true\ninclude: ["${appNs}//reviews-*"]\nistioNamespace: ${meshNs}\n`);
+    const f = await run(['bug-report', '-c', kubeconfig, '-f', settings, '--include', appNs, '--dir', out]);
+    expect(f.code).toBe(0);
+    expect(f.stdout).toContain(`logs of ${appNs}/reviews-0 container mesh-proxy`);
+    expect(f.stdout).not.toContain('ratings-0');
   }, 60_000);
 
   it('stops at --timeout and still writes what it captured', async () => {
@@ -174,6 +181,17 @@ describe('bug-report', () => {
     expect(summary.errors.some((e) => /--timeout reached/.test(e.error))).toBe(true);
     // what came before the deadline is there
     expect(tar('-tzf', path.join(out, 'bug-report.tar.gz'))).toContain('cluster/pods.json');
+  }, 60_000);
+
+  it('shows its progress on a terminal', async () => {
+    const out = path.join(dir, 'tty');
+    const r = await run(['bug-report', '-c', kubeconfig, '--istio-namespace', meshNs, '--include', `${appNs}//ratings-0`, '--dir', out, '--timeout', '1m'], {}, true);
+    expect(r.code).toBe(0);
+    const steps = r.stderr.trimEnd().split('\n').map((l) => l.replace(/^\[\d+\.\d+s\] /, ''));
+    expect(steps[0]).toBe('reading the cluster version');
+    expect(steps).toContain(`proxy 1/1: ${appNs}/ratings-0`);
+    expect(steps.at(-1)).toBe('writing the archive');
+    expect(fs.existsSync(path.join(out, 'bug-report.tar.gz'))).toBe(true);
   }, 60_000);
 
   it('bug-report version prints the build version', async () => {
