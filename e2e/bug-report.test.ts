@@ -173,7 +173,9 @@ describe('bug-report', () => {
     const started = Date.now();
     const address = `127.0.0.1:${(silent.address() as net.AddressInfo).port}`;
     const r = await run(['bug-report', '-c', kubeconfig, '--istio-namespace', meshNs, '--include', appNs, '--dir', out, '--timeout', '3s'], { MESHCTL_XDS_ADDRESS: address }).finally(() => silent.close());
-    expect(r.code).toBe(0);
+    // the archive is written; that no meshd answered makes the run a failure
+    expect(r.stderr).toMatch(/^error: no meshd answered over the xDS debug channel/);
+    expect(r.code).toBe(1);
     expect(Date.now() - started).toBeLessThan(20_000);
     const summary = JSON.parse(tar('-xzOf', path.join(out, 'bug-report.tar.gz'), 'summary.json')) as { timedOut: boolean; errors: Array<{ error: string }> };
     expect(summary.timedOut).toBe(true);
@@ -214,6 +216,16 @@ describe('bug-report', () => {
     expect(r.stderr).toMatch(message);
     expect(r.code).toBe(1);
   });
+
+  it('an unreachable meshd: the archive without meshd, the reason, exit 1', async () => {
+    const out = path.join(dir, 'no-meshd');
+    const r = await run(['bug-report', '-c', kubeconfig, '--istio-namespace', meshNs, '--include', `${appNs}//ratings-0`, '--dir', out], { MESHCTL_XDS_ADDRESS: '127.0.0.1:1' });
+    expect(r.stderr).toMatch(/^error: no meshd answered over the xDS debug channel \(unreachable .*127\.0\.0\.1:1/);
+    expect(r.code).toBe(1);
+    const listed = tar('-tzf', path.join(out, 'bug-report.tar.gz'));
+    expect(listed).toContain('mesh/resources.yaml');
+    expect(listed).not.toContain('meshd/debug/');
+  }, 60_000);
 
   it('names an unreachable API server', async () => {
     const gone = path.join(dir, 'gone.kubeconfig');

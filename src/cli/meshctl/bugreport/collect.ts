@@ -79,6 +79,8 @@ export interface BugReport {
   readonly timedOut: boolean;
   /** On a dry run: what would be fetched. */
   readonly planned: string[];
+  /** Why no meshd answered over the xDS debug channel, when none did. */
+  readonly meshdUnreachable?: string;
   readonly logs: LogImportance[];
 }
 
@@ -297,6 +299,7 @@ export async function collectBugReport(input: BugReportInput): Promise<BugReport
     progress('asking meshd for its debug views');
     let targets: XdsTarget[] = [];
     let targetError = '';
+    let meshdAnswered = false;
     await item('meshd/debug', async () => {
       try {
         targets = await resolveTargets({ ...input.xds, timeoutMs: deadline.bound() }, input.client);
@@ -308,8 +311,10 @@ export async function collectBugReport(input: BugReportInput): Promise<BugReport
         await item(`meshd/debug ${view}`, async () => {
           const results = await queryDebug({ ...input.xds, timeoutMs: deadline.bound() }, targets, view, {}, input.client);
           for (const r of results) {
-            if (r.body !== undefined) await put(`meshd/debug/${safe(r.target.name)}/${view}.json`, json(r.body));
-            else errors.push({ item: `meshd/debug/${safe(r.target.name)}/${view}.json`, error: r.error ?? 'no answer' });
+            if (r.body !== undefined) {
+              meshdAnswered = true;
+              await put(`meshd/debug/${safe(r.target.name)}/${view}.json`, json(r.body));
+            } else errors.push({ item: `meshd/debug/${safe(r.target.name)}/${view}.json`, error: r.error ?? 'no answer' });
           }
         });
       }
@@ -359,7 +364,9 @@ export async function collectBugReport(input: BugReportInput): Promise<BugReport
     progress('writing the archive');
     const archive = path.join(input.dir, input.archiveName);
     await writeTarGz(archive, files);
-    return { archive, files: files.map((f) => f.path).sort(), errors, timedOut, planned, logs };
+    const meshdError = errors.find((e) => e.item.startsWith('meshd/debug'))?.error ?? targetError;
+    const meshdUnreachable = meshdAnswered ? undefined : meshdError || 'no answer';
+    return { archive, files: files.map((f) => f.path).sort(), errors, timedOut, planned, logs, meshdUnreachable };
   } finally {
     deadline.clear();
     await rm(staging, { recursive: true, force: true });

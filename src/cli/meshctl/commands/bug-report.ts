@@ -165,11 +165,13 @@ export function register(program: Command, cli: Cli): Command {
         for (const e of report.errors.slice(0, 20)) lines.push(`  ${e.item}: ${e.error}`);
         if (report.errors.length > 20) lines.push(`  … and ${report.errors.length - 20} more`);
       }
-      // an archive missing what this user may not read is written, but the run is not a success
+      // the archive is written either way; a run missing meshd altogether, or what this user may
+      // not read, is not a success
+      const problems: string[] = [];
       const forbidden = report.errors.filter((e) => e.error.startsWith('forbidden:'));
-      if (forbidden.length > 0) {
-        return { stdout: `${lines.join('\n')}\n`, stderr: `error: ${forbidden.length} item(s) are forbidden to this user (${forbidden[0].item}: ${forbidden[0].error}); the archive lacks them\n`, exitCode: 1 };
-      }
+      if (forbidden.length > 0) problems.push(`error: ${forbidden.length} item(s) are forbidden to this user (${forbidden[0].item}: ${forbidden[0].error}); the archive lacks them\n`);
+      if (report.meshdUnreachable) problems.push(`error: no meshd answered over the xDS debug channel (${report.meshdUnreachable}); the archive lacks meshd's debug views and its view of the proxies\n`);
+      if (problems.length > 0) return { stdout: `${lines.join('\n')}\n`, stderr: problems.join(''), exitCode: 1 };
       return { stdout: `${lines.join('\n')}\n` };
     }),
   );
