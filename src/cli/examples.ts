@@ -103,6 +103,17 @@ export const MESHCTL_EXAMPLES: ExampleTable = {
     ex('The client version and the version of every meshd', 'meshctl x version'),
     ex('The client version only, as JSON', 'meshctl x version --remote=false -o json'),
   ],
+  'experimental authz': [ex('Show the authorization a proxy enforces', 'meshctl x authz check reviews-v1-5d8f7.shop')],
+  'experimental authz check': [
+    ex('Show the policies the proxy of a pod enforces, per chain', 'meshctl x authz check reviews-v1-5d8f7.shop'),
+    ex('Read a saved config dump instead of the proxy', 'meshctl x authz check -f reviews-config-dump.json'),
+  ],
+  'experimental describe': [ex('Describe what applies to a pod and where its traffic goes', 'meshctl x describe pod reviews-v1-5d8f7.shop')],
+  'experimental describe pod': [
+    ex('Describe the routes, subsets, TLS and policies that apply to a pod', 'meshctl x describe pod reviews-v1-5d8f7 -n shop'),
+    ex('Describe the first pod of a deployment', 'meshctl x des pod deployment/reviews-v1.shop'),
+  ],
+  'experimental describe service': [ex('Describe a service, its pods and the configuration that applies', 'meshctl x des svc reviews.shop')],
   'experimental wait': [
     ex('Wait until every proxy that needs it holds the latest VirtualService reviews', 'meshctl x wait vs reviews.shop'),
     ex('Wait up to two minutes for 90 % of the proxies to hold generation 4 of a DestinationRule', 'meshctl x wait dr reviews.shop --generation 4 --threshold 0.9 --timeout 2m'),
@@ -197,6 +208,14 @@ export const MESHCTL_EXAMPLES: ExampleTable = {
     ex('One route configuration, with its matches', 'meshctl proxy-config route reviews-v1-5c7b8d.shop --name 9080 --verbose'),
   ],
   'proxy-config secret': [ex('The certificates a gateway serves (never its private keys)', 'meshctl proxy-config secret deployment/mesh-ingressgateway.mesh-system')],
+  authz: [ex('The command lives under experimental', 'meshctl x authz check reviews-v1-5d8f7.shop')],
+  'bug-report': [
+    ex('Capture everything into ./bug-report.tar.gz', 'meshctl bug-report'),
+    ex('Only the last hour of the proxy logs of namespace shop, into /tmp', 'meshctl bug-report --include shop --duration 1h --dir /tmp'),
+    ex('Leave out the proxies of deployment legacy and rank logs with "upstream reset" first', 'meshctl bug-report --exclude "shop/legacy" --critical-errs "upstream reset"'),
+    ex('Show what would be collected', 'meshctl bug-report --dry-run'),
+  ],
+  'bug-report version': [ex('Print the version as JSON', 'meshctl bug-report version -o json')],
   'proxy-status': [
     ex('The sync state of every proxy, from every meshd', 'meshctl proxy-status'),
     ex('Compare what meshd would send a proxy with what it holds', 'meshctl proxy-status reviews-v1-5c7b8d.shop'),

@@ -13,11 +13,13 @@ import { Listener } from '../../gen/envoy/config/listener/v3/listener.js';
 import { RouteConfiguration } from '../../gen/envoy/config/route/v3/route.js';
 import { Cors, CorsPolicy } from '../../gen/envoy/extensions/filters/http/cors/v3/cors.js';
 import { HTTPFault } from '../../gen/envoy/extensions/filters/http/fault/v3/fault.js';
+import { RBAC as HttpRbac } from '../../gen/envoy/extensions/filters/http/rbac/v3/rbac.js';
 import { Router } from '../../gen/envoy/extensions/filters/http/router/v3/router.js';
 import { HttpInspector } from '../../gen/envoy/extensions/filters/listener/http_inspector/v3/http_inspector.js';
 import { OriginalDst } from '../../gen/envoy/extensions/filters/listener/original_dst/v3/original_dst.js';
 import { TlsInspector } from '../../gen/envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.js';
 import { HttpConnectionManager } from '../../gen/envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.js';
+import { RBAC as NetworkRbac } from '../../gen/envoy/extensions/filters/network/rbac/v3/rbac.js';
 import { TcpProxy } from '../../gen/envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.js';
 import { RawBuffer } from '../../gen/envoy/extensions/transport_sockets/raw_buffer/v3/raw_buffer.js';
 import { DownstreamTlsContext, UpstreamTlsContext } from '../../gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
@@ -45,6 +47,8 @@ const CODECS: Readonly<Record<string, JsonCodec>> = {
   [`${PREFIX}envoy.extensions.filters.http.router.v3.Router`]: Router,
   [`${PREFIX}envoy.extensions.filters.http.fault.v3.HTTPFault`]: HTTPFault,
   [`${PREFIX}envoy.extensions.filters.http.cors.v3.Cors`]: Cors,
+  [`${PREFIX}envoy.extensions.filters.http.rbac.v3.RBAC`]: HttpRbac,
+  [`${PREFIX}envoy.extensions.filters.network.rbac.v3.RBAC`]: NetworkRbac,
   [`${PREFIX}envoy.extensions.filters.http.cors.v3.CorsPolicy`]: CorsPolicy,
   [`${PREFIX}envoy.extensions.filters.listener.original_dst.v3.OriginalDst`]: OriginalDst,
   [`${PREFIX}envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector`]: TlsInspector,

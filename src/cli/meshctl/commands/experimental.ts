@@ -5,8 +5,10 @@
  */
 import type { Command } from 'commander';
 import type { Cli } from '../../runner.js';
+import { registerExperimental as authz } from './authz.js';
 import { registerExperimental as clusterUninject } from './cluster-inject.js';
 import { register as createRemoteSecret } from './create-remote-secret.js';
+import { register as describe } from './describe.js';
 import { register as precheck } from './precheck.js';
 import { registerExperimental as proxyStatus } from './proxy-status.js';
 import { register as xDebug } from './x-debug.js';
@@ -14,7 +16,7 @@ import { register as revision } from './revision.js';
 import { register as uninstall } from './uninstall.js';
 import type { RegisterCommand } from './types.js';
 
-export const EXPERIMENTAL_COMMANDS: readonly RegisterCommand[] = [clusterUninject, createRemoteSecret, precheck, proxyStatus, revision, uninstall, xDebug];
+export const EXPERIMENTAL_COMMANDS: readonly RegisterCommand[] = [authz, clusterUninject, createRemoteSecret, describe, precheck, proxyStatus, revision, uninstall, xDebug];
 
 export function register(program: Command, cli: Cli): Command {
   const x = program.command('experimental').alias('x').description('Experimental commands that may be modified or deprecated.');

@@ -6,6 +6,8 @@
 import type { RegisterCommand } from './types.js';
 import { register as admin } from './admin.js';
 import { register as analyze } from './analyze.js';
+import { register as authz } from './authz.js';
+import { register as bugReport } from './bug-report.js';
 import { register as clusterInject } from './cluster-inject.js';
 import { register as completion } from './completion.js';
 import { register as dashboard } from './dashboard.js';
@@ -25,4 +27,4 @@ import { register as version } from './version.js';
 
 export type { RegisterCommand };
 
-export const COMMANDS: readonly RegisterCommand[] = [admin, analyze, clusterInject, completion, dashboard, experimental, install, manifest, operator, options, profile, proxyConfig, proxyStatus, tag, upgrade, validate, verifyInstall, version];
+export const COMMANDS: readonly RegisterCommand[] = [admin, analyze, authz, bugReport, clusterInject, completion, dashboard, experimental, install, manifest, operator, options, profile, proxyConfig, proxyStatus, tag, upgrade, validate, verifyInstall, version];
