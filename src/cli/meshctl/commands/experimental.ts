@@ -9,11 +9,14 @@ import { register as createRemoteSecret } from './create-remote-secret.js';
 import { register as precheck } from './precheck.js';
 import { registerExperimental as proxyStatus } from './proxy-status.js';
 import { register as xDebug } from './x-debug.js';
+import { register as xMetrics } from './x-metrics.js';
+import { register as workload } from './workload.js';
+import { registerAdd as addToMesh, registerRemove as removeFromMesh } from './mesh-membership.js';
 import { register as revision } from './revision.js';
 import { register as uninstall } from './uninstall.js';
 import type { RegisterCommand } from './types.js';
 
-export const EXPERIMENTAL_COMMANDS: readonly RegisterCommand[] = [createRemoteSecret, precheck, proxyStatus, revision, uninstall, xDebug];
+export const EXPERIMENTAL_COMMANDS: readonly RegisterCommand[] = [addToMesh, createRemoteSecret, precheck, proxyStatus, removeFromMesh, revision, uninstall, workload, xDebug, xMetrics];
 
 export function register(program: Command, cli: Cli): Command {
   const x = program.command('experimental').alias('x').description('Experimental commands that may be modified or deprecated.');
