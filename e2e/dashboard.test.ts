@@ -1,9 +1,12 @@
 /**
- * `meshctl dashboard controlz|proxy` (the built program, as a process): with `--browser=false` it
+ * `meshctl dashboard controlz|proxy|viz|topology|metrics|trace-a|trace-b|trace-c` (the built program,
+ * as a process): with `--browser=false` it
  * prints the URL of a local listener bound on both loopback families (`--address localhost`) or on
  * the one address given, keeps it open until SIGINT and then exits 0; with a browser it hands the
  * URL to the system's opener (`xdg-open`, here a script on PATH that records what it was given).
- * Bad input (no pod, unknown pod, bad DG flags) ends with a clear message and exit 1.
+ * The addon dashboards find the addon's pod by its labels in -n, else the mesh namespace (-i).
+ * Bad input (no pod, unknown pod, no addon, bad DG flags, an argument to an addon) ends with a clear
+ * message and exit 1.
  *
  * The local plane's node simulator runs no kubelet, so a connection to the listener reaches the
  * API server's port-forward and is closed there: the tests check the listener, not the pod's page
@@ -25,6 +28,7 @@ let client: KubeClient;
 let kubeconfig: string;
 let ns: string | undefined;
 let dir: string;
+let addons: string | undefined;
 
 interface Session {
   readonly child: ChildProcess;
@@ -71,10 +75,23 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dashboard-'));
   await client.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'meshd-a', namespace: ns, labels: { app: 'meshd' } }, spec: { containers: [{ name: 'discovery', image: 'meshd' }] } });
   await client.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'reviews-a', namespace: ns, labels: { app: 'reviews' } }, spec: { containers: [{ name: 'app', image: 'reviews' }] } });
+  // A namespace standing for the mesh namespace, with one pod of each addon (and a decoy of another app).
+  addons = await createNamespace(client, 'addons');
+  const pods: Array<[string, Record<string, string>]> = [
+    ['grafana-0', { 'app.kubernetes.io/name': 'grafana' }],
+    ['kiali-0', { 'app.kubernetes.io/name': 'kiali' }],
+    ['prometheus-0', { 'app.kubernetes.io/name': 'prometheus' }],
+    ['jaeger-0', { app: 'jaeger' }],
+    ['skywalking-ui-0', { app: 'skywalking-ui' }],
+    ['zipkin-0', { app: 'zipkin' }],
+    ['decoy-0', { app: 'grafana' }],
+  ];
+  for (const [name, labels] of pods) await client.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: addons, labels }, spec: { containers: [{ name: 'ui', image: name }] } });
 }, 120_000);
 
 afterAll(async () => {
   await deleteNamespace(client, ns);
+  await deleteNamespace(client, addons);
   client?.close();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
@@ -113,6 +130,38 @@ describe('meshctl dashboard', () => {
   }, 60_000);
 
   it.each([
+    ['viz', 'grafana-0', 3000, '/'],
+    ['topology', 'kiali-0', 20001, '/kiali'],
+    ['metrics', 'prometheus-0', 9090, '/'],
+    ['trace-a', 'jaeger-0', 16686, '/'],
+    ['trace-b', 'skywalking-ui-0', 8080, '/'],
+    ['trace-c', 'zipkin-0', 9411, '/'],
+  ])('%s finds its addon pod %s in the mesh namespace and forwards to port %d', async (role, pod, podPort, urlPath) => {
+    const s = start(['dashboard', role, '-i', addons!, '--browser=false']);
+    const line = await eventually('the URL', () => new RegExp(`${role} dashboard \\(${pod}\\.${addons}\\): (http://localhost:(\\d+)${urlPath})`).exec(s.out()), {
+      timeoutMs: 30_000,
+      diagnostics: () => s.out() + s.err(),
+    });
+    expect(s.out()).toContain(`forwarding to port ${podPort} of pod ${addons}/${pod} on 127.0.0.1, ::1`);
+    expect(await accepts('::1', Number(line[2]))).toBe(true);
+    s.child.kill('SIGINT');
+    expect(await finished(s)).toBe(0);
+  }, 60_000);
+
+  it('an addon dashboard looks in -n when given, on the address and port given', async () => {
+    const s = start(['dash', 'trace-c', '-n', addons!, '-i', 'elsewhere', '--address', '::1', '-p', '0', '--browser=false']);
+    await eventually('the URL', () => new RegExp(`trace-c dashboard \\(zipkin-0\\.${addons}\\): http://\\[::1\\]:\\d+/ \\(forwarding to port 9411 of pod ${addons}/zipkin-0 on ::1;`).test(s.out()), {
+      timeoutMs: 30_000,
+      diagnostics: () => s.out() + s.err(),
+    });
+    s.child.kill('SIGTERM');
+    expect(await finished(s)).toBe(0);
+  }, 60_000);
+
+  it.each([
+    ['an addon that is not installed', ['dashboard', 'viz', '-n', 'kube-system', '--browser=false'], /no viz addon in namespace kube-system: no pod matches app\.kubernetes\.io\/name=grafana/],
+    ['an argument to an addon dashboard', ['dashboard', 'topology', 'kiali-0'], /too many arguments/],
+    ['a bad address for an addon', ['dashboard', 'metrics', '--address', 'nowhere'], /--address: "nowhere" is not an IP address or localhost/],
     ['no pod and no selector', ['dashboard', 'controlz'], /name a pod \(\[<type>\/\]<name>\[\.<namespace>\]\) or give -l\/--selector/],
     ['a pod that does not exist', ['dashboard', 'proxy', 'nobody.kube-system', '--browser=false'], /pod kube-system\/nobody not found/],
     ['a selector matching nothing', ['dashboard', 'controlz', '-l', 'app=nothing', '-n', 'kube-system', '--browser=false'], /no pod matches app=nothing in namespace kube-system/],

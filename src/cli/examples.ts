@@ -75,9 +75,41 @@ export const MESHCTL_EXAMPLES: ExampleTable = {
     ex('Open the admin UI of a proxy', 'meshctl dashboard proxy reviews-v1-5c7b8d.shop'),
     ex('The first proxy of app reviews, listening on every address', 'meshctl dashboard proxy -n shop -l app=reviews --address 0.0.0.0'),
   ],
+  'dashboard viz': [ex('Open the visualization dashboard of the mesh namespace', 'meshctl dashboard viz'), ex('Print its URL on local port 3000', 'meshctl dashboard viz -p 3000 --browser=false')],
+  'dashboard topology': [ex('Open the topology dashboard', 'meshctl dashboard topology'), ex('The one installed in namespace monitoring', 'meshctl d topology -n monitoring')],
+  'dashboard metrics': [ex('Open the metrics store dashboard', 'meshctl dashboard metrics'), ex('Print its URL, listening on IPv4 only', 'meshctl dashboard metrics --address 127.0.0.1 --browser=false')],
+  'dashboard trace-a': [ex('Open the tracing dashboard', 'meshctl dashboard trace-a')],
+  'dashboard trace-b': [ex('Open the tracing dashboard showing the mesh dashboard', 'meshctl dashboard trace-b')],
+  'dashboard trace-c': [ex('Open the tracing dashboard', 'meshctl dashboard trace-c'), ex('Print its URL on a fixed local port', 'meshctl dash trace-c -p 9411 --browser=false')],
   experimental: [
     ex('Check that the cluster meets the installation requirements', 'meshctl x precheck'),
     ex('List the installed revisions', 'meshctl x revision list'),
+  ],
+  'experimental add-to-mesh': [ex('Restart the pods of Deployment reviews-v1 with the sidecar', 'meshctl x add-to-mesh deployment reviews-v1 -n shop')],
+  'experimental add-to-mesh deployment': [
+    ex('Restart the pods of Deployment reviews-v1 with the sidecar', 'meshctl x add-to-mesh deployment reviews-v1 -n shop'),
+    ex('With the sidecar of revision canary', 'meshctl x add dep reviews-v1 -n shop -r canary'),
+  ],
+  'experimental add-to-mesh service': [ex('Restart the pods of every Deployment Service reviews selects with the sidecar', 'meshctl x add-to-mesh service reviews -n shop')],
+  'experimental add-to-mesh external-service': [
+    ex('A database on two VMs, as Service vmdb of namespace shop', 'meshctl x add-to-mesh external-service vmdb 10.0.0.5,10.0.0.6 tcp-db:5432 -n shop -s db-sa'),
+    ex('An HTTP service on one VM, labelled', 'meshctl x add es legacy 10.0.0.9 http:8080 -l app=legacy -n shop'),
+  ],
+  'experimental remove-from-mesh': [ex('Restart the pods of Deployment reviews-v1 without the sidecar', 'meshctl x remove-from-mesh deployment reviews-v1 -n shop')],
+  'experimental remove-from-mesh deployment': [ex('Restart the pods of Deployment reviews-v1 without the sidecar', 'meshctl x remove-from-mesh deployment reviews-v1 -n shop')],
+  'experimental remove-from-mesh service': [ex('Restart the pods of the Deployments Service reviews selects without the sidecar', 'meshctl x rm svc reviews -n shop')],
+  'experimental remove-from-mesh external-service': [ex('Remove the ServiceEntry and Service of external service vmdb', 'meshctl x remove-from-mesh external-service vmdb -n shop')],
+  'experimental workload': [ex('Print a WorkloadGroup for VMs of app ratings', 'meshctl x workload group create --name ratings-vm -n shop -l app=ratings -p http=8080 -s ratings')],
+  'experimental workload group': [ex('Print a WorkloadGroup for VMs of app ratings', 'meshctl x workload group create --name ratings-vm -n shop -l app=ratings -p http=8080 -s ratings')],
+  'experimental workload group create': [
+    ex('Print a WorkloadGroup for VMs of app ratings', 'meshctl x workload group create --name ratings-vm -n shop -l app=ratings -p http=8080 -s ratings'),
+    ex('Apply it at once', 'meshctl x workload group create --name ratings-vm -n shop -l app=ratings,version=v3 | kubectl apply -f -'),
+  ],
+  'experimental workload entry': [ex('Write the files of a VM of WorkloadGroup ratings-vm to ./vm', 'meshctl x workload entry configure --name ratings-vm -n shop -o vm')],
+  'experimental workload entry configure': [
+    ex('Write the files of a VM of WorkloadGroup ratings-vm to ./vm', 'meshctl x workload entry configure --name ratings-vm -n shop -o vm'),
+    ex('From a group file, for a VM that registers itself and captures DNS, through a gateway at 203.0.113.10', 'meshctl x workload entry configure -f group.yaml -o vm --autoregister --capture-dns --ingressIP 203.0.113.10'),
+    ex('For revision canary, with a day-long token', 'meshctl x workload entry configure --name ratings-vm -n shop -o vm -r canary --tokenDuration 86400'),
   ],
   'experimental config': [ex('List meshctl\'s settings and where each comes from', 'meshctl x config list')],
   'experimental config list': [
@@ -93,6 +125,10 @@ export const MESHCTL_EXAMPLES: ExampleTable = {
     ex('The same from every meshd replica', 'meshctl x internal-debug syncz --all'),
     ex('What meshd holds for one proxy, in the shape of a proxy\'s config dump', "meshctl x internal-debug 'config_dump?proxyID=reviews-v1-5c7b8d.shop&format=envoy'"),
     ex('Ask one meshd directly over plain-text xDS (a port-forward to 15010)', 'meshctl x internal-debug version --xds-address localhost:15010 --plaintext'),
+  ],
+  'experimental metrics': [
+    ex('Request rate, error rate and latency of workload reviews-v1 of namespace shop', 'meshctl x metrics reviews-v1.shop'),
+    ex('Several workloads of namespace shop', 'meshctl x m -n shop reviews-v1 reviews-v2 ratings-v1'),
   ],
   'experimental proxy-status': [
     ex('The sync state of every proxy, from every meshd', 'meshctl x proxy-status'),

@@ -81,8 +81,8 @@ export function renderJson(value: unknown): string {
 
 /** YAML (block style, no line folding) with YAML 1.1 look-alikes quoted; ends with a newline. */
 export async function renderYaml(value: unknown): Promise<string> {
-  const { stringify } = await import('yaml');
-  return stringify(value, { version: '1.1', lineWidth: 0 });
+  const { writeYaml } = await import('../util/yaml.js');
+  return writeYaml(value);
 }
 
 /** `value` as JSON or YAML; `table` needs columns and is rendered by the command with `renderTable`. */

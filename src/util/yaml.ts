@@ -19,7 +19,7 @@
  * Checked against sigs.k8s.io/yaml v1.6.0 (test/util/yaml.test.ts holds its output). Keys resolve
  * the same way and become strings (`yes:` is the key "true"), as in the JSON Kubernetes makes.
  */
-import { isScalar, isSeq, parseAllDocuments, parseDocument, Scalar, visit, type Document, type DocumentOptions, type ParseOptions, type SchemaOptions, type Tags } from 'yaml';
+import { isScalar, isSeq, parseAllDocuments, parseDocument, Scalar, stringify, visit, type Document, type DocumentOptions, type ParseOptions, type SchemaOptions, type Tags } from 'yaml';
 
 const NULL = /^(?:~|null|Null|NULL)?$/;
 const TRUE = /^(?:y|Y|yes|Yes|YES|true|True|TRUE|on|On|ON)$/;
@@ -163,3 +163,16 @@ export function readYaml(text: string): unknown {
   if (doc.errors.length > 0) throw doc.errors[0];
   return yamlValue(doc);
 }
+
+/**
+ * YAML text of a value, in YAML 1.1 without line folding (what Kubernetes tools read). Callers that
+ * load this module lazily get the library's `stringify` through it: a lazy `import('yaml')` of the
+ * library itself yields only a default export in meshctl's bundle (a CommonJS package in a split
+ * chunk), so `{ stringify }` would be undefined there.
+ */
+export function writeYaml(value: unknown): string {
+  return stringify(value, { version: '1.1', lineWidth: 0 });
+}
+
+/** The library's own readers, for callers that load this module lazily (see writeYaml). */
+export { parse as yamlParse, parseDocument as yamlParseDocument } from 'yaml';

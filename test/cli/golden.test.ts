@@ -2,7 +2,7 @@
  * Every `-o` output of meshctl's commands against golden files under test/golden/
  * (`UPDATE_GOLDEN=1` rewrites them, see golden.ts): version (line, short, json, yaml; with and
  * without a control plane), analyze (log, json, yaml, the analyzer list), profile (list, dump as
- * yaml, json and flags, diff), options, x revision list|describe (table, json) and tag list (table,
+ * yaml, json and flags, diff), options, x workload group create, x revision list|describe (table, json) and tag list (table,
  * json). The cluster views run against an API server of their own (an empty cluster on the local
  * plane's etcd), so what they print does not depend on other tests.
  */
@@ -109,6 +109,11 @@ describe('meshctl profile', () => {
 
 describe('meshctl options', () => {
   it('meshctl-options.txt', () => golden('meshctl-options.txt', ['options', '-n', 'shop'], 0, { MESHCTL_XDS_PORT: '15013' }));
+});
+
+describe('meshctl x workload group create', () => {
+  it('meshctl-workload-group.yaml', () =>
+    golden('meshctl-workload-group.yaml', ['x', 'workload', 'group', 'create', '--name', 'ratings-vm', '-n', 'shop', '-l', 'app=ratings,version=v3', '-a', 'team=data', '-p', 'http=8080', '-p', 'grpc=9090', '-s', 'ratings']));
 });
 
 describe('cluster views', () => {

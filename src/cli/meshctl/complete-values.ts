@@ -41,7 +41,8 @@ const namespaces: ValueProvider = (ctx) =>
  * else ~/.kube/config. Read as plain YAML: loading the Kubernetes client costs seconds.
  */
 const contexts: ValueProvider = async (ctx) => {
-  const [{ readFile }, path, { parse }] = [await import('node:fs/promises'), await import('node:path'), await import('yaml')];
+  // yaml through our module: a lazy import('yaml') has no named exports in meshctl's bundle.
+  const [{ readFile }, path, { yamlParse: parse }] = [await import('node:fs/promises'), await import('node:path'), await import('../../util/yaml.js')];
   const explicit = ctx.flags.get('clusterconfig');
   const fromEnv = (ctx.env.KUBECONFIG ?? '').split(path.delimiter).filter((p) => p !== '');
   const home = ctx.env.HOME;

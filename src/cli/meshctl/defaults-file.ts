@@ -39,8 +39,9 @@ export async function readDefaultsFile(path: string, required: boolean): Promise
 
 /** The values of a defaults file's text; `where` starts every error message. */
 export async function parseDefaults(text: string, where: string): Promise<Partial<Record<SettingAttr, SettingValue>>> {
-  const { parseDocument } = await import('yaml');
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
+  // Through our module: a lazy import('yaml') has no named exports in meshctl's bundle.
+  const { yamlParseDocument } = await import('../../util/yaml.js');
+  const doc = yamlParseDocument(text, { uniqueKeys: true, prettyErrors: false });
   if (doc.errors.length > 0) throw new ConfigError(`${where}: not valid YAML: ${doc.errors[0].message.split('\n')[0]}`);
   const data: unknown = doc.toJS({ maxAliasCount: 100 });
   if (data === null || data === undefined) return {};

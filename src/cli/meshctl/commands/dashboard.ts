@@ -8,8 +8,10 @@
  *   proxy    [<type>/]<name>[.<namespace>] | -l <selector>   the admin UI of a proxy (port 15000);
  *                                                            namespace: -n, else default
  *
- * The addon dashboards of the spec (viz, topology, metrics, trace-a, trace-b, trace-c) are not
- * here yet: the mesh installs no such addons, so there is no pod they could name.
+ *   viz | topology | metrics | trace-a | trace-b | trace-c          an addon's web UI: its pod found by the
+ *                                                            addon's labels (../diag/addons.ts) in -n,
+ *                                                            else the mesh namespace
+ *
  * The work is in ../diag/run-dashboard.ts.
  */
 import { Option, type Command } from 'commander';
@@ -18,6 +20,7 @@ import { parsePodRef, type PodRef } from '../diag/flags.js';
 import { globalOptions } from '../global-flags.js';
 import { kubeClientFor, withKubeClient } from '../kube.js';
 import type { KubeClient } from '../../../kube/client.js';
+import { ADDONS, findAddonPod } from '../diag/addons.js';
 import { DEFAULT_CTRLZ_PORT } from './admin.js';
 
 const PROXY_ADMIN_PORT = 15000;
@@ -108,6 +111,32 @@ export function register(program: Command, cli: Cli): Command {
         }
       }),
     );
+  }
+  for (const a of ADDONS) {
+    group
+      .command(a.role)
+      .description(`Opens the ${a.description.toLowerCase()} (the first pod matching ${a.selector}, port ${a.port}).`)
+      .action(
+        cli.action(async (_o: unknown, self: Command) => {
+          const opts = self.optsWithGlobals<GroupFlags>();
+          const globals = globalOptions(self);
+          const { dashboardFlags, runDashboard } = await import('../diag/run-dashboard.js');
+          const flags = dashboardFlags(opts.address, opts.port, boolValue(opts.browser, '--browser', true));
+          const namespace = globals.namespace || globals.meshNamespace;
+          const stop = interrupted();
+          try {
+            return await withKubeClient(
+              () => kubeClientFor(globals, cli.io.env),
+              async (kube) => {
+                const target = await findAddonPod(kube, a, namespace);
+                return runDashboard(kube, { pod: target, podPort: a.port, what: `${a.role} dashboard (${target.name}.${target.namespace})`, path: a.path }, flags, cli.io, stop.promise);
+              },
+            );
+          } finally {
+            stop.dispose();
+          }
+        }),
+      );
   }
   return group;
 }

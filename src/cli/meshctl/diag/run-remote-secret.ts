@@ -121,8 +121,9 @@ export async function remoteSecret(kube: KubeClient, input: RemoteSecretInput): 
   await ensureServiceAccount(kube, input, account);
   const { token, ca } = await tokenSecret(kube, input, account);
   const user = input.authType === 'plugin' ? { 'auth-provider': { name: input.pluginName, config: { ...input.pluginConfig } } } : { token };
-  const { stringify } = await import('yaml');
-  const kubeconfig = stringify({
+  // Through our module: a lazy import('yaml') has no named exports in meshctl's bundle.
+  const { writeYaml } = await import('../../../util/yaml.js');
+  const kubeconfig = writeYaml({
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [{ name: id, cluster: { server: input.server ?? kube.server, 'certificate-authority-data': ca } }],
