@@ -123,7 +123,8 @@ export function generateEndpoints(
   const scope = `eds|${push.scopeKey(proxy)}|${withTlsMetadata}|${localityKey(proxy.locality)}|${proxy.type}`;
   return push.memoizeList(
     `${scope}|${objectId(names)}`,
-    { endpoints, reuseKey: scope },
+    // the list goes with the (client-chosen) name set, not with the snapshot
+    { endpoints, reuseKey: scope, owner: names },
     () => [...names],
     (name) => name,
     (name) => endpointsFor(name, proxy, push, endpoints, cache, withTlsMetadata),

@@ -248,7 +248,7 @@ export function sidecarRoutes(input: GenerateInput): ReadonlyArray<EncodedResour
   const scope = `rds-sidecar|${push.routingScopeKey(proxy)}|${sourceMatchKey(push, proxy)}|${settingsKey(input.settings)}`;
   return push.memoizeList(
     `${scope}|${objectId(names)}`,
-    { reuseKey: scope },
+    { reuseKey: scope, owner: names },
     () => [...(names ?? [])],
     (name) => name,
     (name) => {
