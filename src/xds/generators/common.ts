@@ -118,8 +118,10 @@ export function generateEndpoints(
   names: ReadonlySet<string> | undefined,
   withTlsMetadata: boolean,
   allClusters: () => Iterable<string>,
+  few = false,
 ): ReadonlyArray<EncodedResource> {
   if (!names) return [...allClusters()].flatMap((name) => endpointsFor(name, proxy, push, endpoints, cache, withTlsMetadata));
+  if (few) return [...names].flatMap((name) => endpointsFor(name, proxy, push, endpoints, cache, withTlsMetadata));
   const scope = `eds|${push.scopeKey(proxy)}|${withTlsMetadata}|${localityKey(proxy.locality)}|${proxy.type}`;
   return push.memoizeList(
     `${scope}|${objectId(names)}`,

@@ -235,6 +235,6 @@ export const gatewayGenerators: GeneratorSet = {
   [TypeUrl.Cluster]: clusters,
   [TypeUrl.Listener]: listeners,
   [TypeUrl.Route]: routes,
-  [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names }) =>
-    generateEndpoints(proxy, push, endpoints, cache, names, true, () => visibleOutboundClusters(proxy, push, endpoints, cache, false).map((c) => c.name)),
+  [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names, few }) =>
+    generateEndpoints(proxy, push, endpoints, cache, names, true, () => visibleOutboundClusters(proxy, push, endpoints, cache, false).map((c) => c.name), few),
 };

@@ -101,5 +101,5 @@ export const grpcGenerators: GeneratorSet = {
   [TypeUrl.Listener]: listeners,
   [TypeUrl.Route]: routes,
   [TypeUrl.Cluster]: clusters,
-  [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names }) => generateEndpoints(proxy, push, endpoints, cache, names, false, () => []),
+  [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names, few }) => generateEndpoints(proxy, push, endpoints, cache, names, false, () => [], few),
 };
