@@ -15,6 +15,7 @@ import { AggregateRegistry } from '../registry/aggregate.js';
 import { MockRegistry } from '../registry/mock.js';
 import { ServiceEntryRegistry } from '../registry/service-entry.js';
 import { registerDebug } from '../server/debug.js';
+import { closeSilentConnections, grpcNetServers } from '../server/first-bytes.js';
 import { debugViews, type DebugDeps, type DistributionLookup } from '../server/debug-views.js';
 import { createControlZ, type ControlZ } from '../server/controlz.js';
 import { xdsDebugHandler } from '../server/xds-debug.js';
@@ -250,21 +251,23 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   );
   // The secured port (--secureGRPCAddr): the same ADS over TLS, and the certificate service.
   const secure = cfg.security.secureGrpcAddr && identity.serving ? await bindSecurePort(identity, formatListen(cfg.security.secureGrpcAddr), ads, serverOptions) : undefined;
+  // Connections that send nothing are closed on every listener (src/server/first-bytes.ts).
+  const halfOpen = (listener: string) => (): void => metrics.halfOpenClosed.inc({ listener });
+  for (const s of grpcNetServers(server)) closeSilentConnections(s, halfOpen('grpc'));
+  for (const s of secure ? grpcNetServers(secure.server) : []) closeSilentConnections(s, halfOpen('secure-grpc'));
 
   // HTTP: monitoring (metrics, readiness) and debug
   let ready = false;
-  const monitoring = new HttpService('monitoring')
+  const monitoring = new HttpService('monitoring', halfOpen('monitoring'))
     .route('/metrics', async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }))
     .route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }))
     .route('/version', () => ({ body: info }));
   const monitoringPort = await monitoring.listen(cfg.monitoringAddr);
-  let debug: HttpService | undefined;
-  let httpPort: number | undefined;
-  if (cfg.debugOnHttp) {
-    debug = new HttpService('debug').route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }));
-    registerDebug(debug, debugDeps);
-    httpPort = await debug.listen(cfg.httpAddr);
-  }
+  // --httpAddr serves readiness whatever the debug switch says (the rendered probe points there);
+  // the debug views only with ENABLE_DEBUG_ON_HTTP.
+  const debug = new HttpService(cfg.debugOnHttp ? 'debug' : 'http', halfOpen('http')).route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }));
+  if (cfg.debugOnHttp) registerDebug(debug, debugDeps);
+  const httpPort = await debug.listen(cfg.httpAddr);
   const ctrlz = cfg.ctrlz ? await startControlZ(cfg, metrics, logs) : undefined;
 
   ready = true;
@@ -299,7 +302,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       secure?.server.forceShutdown();
       await webhooks?.stop();
       identity.stop();
-      await Promise.all([monitoring.close(), debug?.close(), ctrlz?.controlz.close()]);
+      await Promise.all([monitoring.close(), debug.close(), ctrlz?.controlz.close()]);
     })();
     return stopping;
   };

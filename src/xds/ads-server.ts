@@ -249,6 +249,9 @@ export class DiscoveryServer {
       if (ended || conn) return;
       writer.close(grpc.status.DEADLINE_EXCEEDED, `no DiscoveryRequest within ${firstRequestMs / 1000} s of opening the stream`);
       finish();
+      // the status ends our half; a peer that never ends its own would keep the stream (and its
+      // slot of grpc.max_concurrent_streams): reset it once the status had time to leave
+      setTimeout(() => out.abort(), 1000).unref();
     }, firstRequestMs).unref();
     const writer: ResponseWriter = {
       direct: out.direct,
