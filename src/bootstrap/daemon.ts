@@ -106,7 +106,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const onWarn = (r: ConfigRejection): void => {
     logs.source.warn({ origin: r.origin, kind: r.kind, name: r.name, namespace: r.namespace, warnings: r.issues }, `config has warnings: ${configReportText(r)}`);
   };
-  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject, onWarn }) : undefined;
+  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject, onWarn, onDirLost: () => metrics.configDirLost.inc() }) : undefined;
   if (fileSource) await fileSource.start();
   else if (!useCluster) store.markSynced();
   const cluster = useCluster
