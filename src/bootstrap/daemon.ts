@@ -3,6 +3,7 @@
  * ADS server; HTTP servers expose metrics, readiness and debug views.
  */
 import * as grpc from '@grpc/grpc-js';
+import { stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { MemoryConfigStore } from '../config/store.js';
 import { FileConfigSource } from '../config/file-source.js';
@@ -66,7 +67,15 @@ export interface DaemonLoggers {
   readonly source: Logger;
 }
 
+/** The daemon could not start: a setting it cannot work with (the message names it). */
+export class DaemonStartError extends Error {}
+
 export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, startedAt = Date.now()): Promise<RunningDaemon> {
+  // Checked before anything is created under it (the CA keeps its files there).
+  if (cfg.configDir) {
+    const dir = await stat(cfg.configDir).catch(() => undefined);
+    if (!dir?.isDirectory()) throw new DaemonStartError(`--configDir ${cfg.configDir} ${dir ? 'is not a directory' : 'does not exist'}`);
+  }
   const { metrics, ca: caMetrics } = createDaemonMetrics();
   const info = getBuildInfo();
   metrics.build.set({ component: 'meshd', tag: info.version }, 1);
