@@ -256,6 +256,8 @@ export class DerivedMemo {
    * until the next snapshot.
    */
   private readonly owned = new WeakMap<object, Map<string, Entry | ListEntry<unknown>>>();
+  /** The latest owned list per reuse key, while its owner lives. */
+  private readonly weakReuse = new Map<string, WeakRef<ListEntry<unknown>>>();
   private inherited: { memo: DerivedMemo; changes: ChangeSet } | undefined;
   /** Counters for the debug view and tests. */
   readonly stats = { computed: 0, reused: 0, carried: 0, listItemsBuilt: 0, listItemsKept: 0 };
@@ -385,7 +387,18 @@ export class DerivedMemo {
     const endpoints = readsEndpoints ? opts.endpoints : undefined;
     const done: ListEntry<V> = { list: true, state: { ...state, reuse: undefined, reuseChanges: ChangeSet.NONE, reuseEndpoints: undefined }, value, deps: frozen, endpoints };
     table.set(key, done as ListEntry<unknown>);
-    if (opts.reuseKey) this.entries.set(`~reuse|${opts.reuseKey}`, done as ListEntry<unknown>);
+    if (opts.reuseKey) {
+      // an owned list is the scope's latest only while its owner lives: a client's list must not
+      // outlive the client through the scope (scopes follow the proxies' namespaces)
+      if (opts.owner) {
+        this.entries.delete(`~reuse|${opts.reuseKey}`);
+        this.weakReuse.set(opts.reuseKey, new WeakRef(done as ListEntry<unknown>));
+        if (this.weakReuse.size > 4096) for (const [k, r] of this.weakReuse) if (!r.deref()) this.weakReuse.delete(k);
+      } else {
+        this.entries.set(`~reuse|${opts.reuseKey}`, done as ListEntry<unknown>);
+        this.weakReuse.delete(opts.reuseKey);
+      }
+    }
     addDepsToTop(frozen, endpoints);
     this.stats.computed++;
     return value;
@@ -404,7 +417,7 @@ export class DerivedMemo {
     if (this.inherited) candidates.push([this.inherited.memo, this.inherited.changes]);
     for (const [memo, changes] of candidates) {
       const own = memo.table(opts.owner, false).get(key);
-      const e = (own && isListEntry(own) ? own : opts.reuseKey ? memo.entries.get(`~reuse|${opts.reuseKey}`) : undefined) as ListEntry<V> | undefined;
+      const e = (own && isListEntry(own) ? own : opts.reuseKey ? memo.latest(opts.reuseKey) : undefined) as ListEntry<V> | undefined;
       if (e && isListEntry(e)) {
         base = e.state as ListState<V, I>;
         baseChanges = changes;
@@ -443,6 +456,16 @@ export class DerivedMemo {
     };
     this.table(opts.owner).set(key, { list: true, state, value: undefined, deps: NO_DEPS, endpoints: undefined } as ListEntry<unknown>);
     return state;
+  }
+
+  /** The latest list built under `reuseKey` (owned ones while their owner lives). */
+  private latest(reuseKey: string): Entry | ListEntry<unknown> | undefined {
+    const strong = this.entries.get(`~reuse|${reuseKey}`);
+    if (strong) return strong;
+    const ref = this.weakReuse.get(reuseKey);
+    const e = ref?.deref();
+    if (ref && !e) this.weakReuse.delete(reuseKey);
+    return e;
   }
 
   /** The entries of `owner` (the memo's own without one); `create` false: an empty view when it has none. */

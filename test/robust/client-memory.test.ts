@@ -15,7 +15,7 @@ jest.setTimeout(180_000);
 
 const DEPARTED = 30;
 /** Resident memory the departing clients may add to the idle daemon at most (they send ~70 MB). */
-const RSS_BOUND = 250 * 1024 * 1024;
+const RSS_BOUND = 300 * 1024 * 1024;
 
 describe('proxies that leave, each with 50,000 names of its own', () => {
   let dir: Awaited<ReturnType<typeof makeConfigDir>>;
