@@ -171,7 +171,10 @@ export class HostileLoad {
       this.sessions.add(session);
       session.once('connect', () => resolve(session));
       session.once('error', (err) => reject(err));
-      session.on('close', () => this.sessions.delete(session));
+      session.on('close', () => {
+        this.sessions.delete(session);
+        reject(new Error('session closed before it connected')); // no-op once connected
+      });
       session.on('error', () => undefined);
     });
   }

@@ -19,6 +19,8 @@ import { clientSpec, clusterName, endpointAddress, grpcTargetIndex, listenerName
 import { formatSummary, loadProfile, summarize, type ProfileSummary, type Window } from './profile.js';
 import type { ClientKind, EditResult, InitialResult, PerType, Probe } from './protocol.js';
 import { fmtKB, fmtMB, fmtSeconds, percentile, table } from './stats.js';
+import type { HostileSpec, HostileStats } from './hostile.js';
+import { spawn, type ChildProcess } from 'node:child_process';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** bench/dist/xds → repository root. */
@@ -71,6 +73,8 @@ interface Options {
   goBinary?: string;
   /** Clients use DeltaAggregatedResources (Go driver only). */
   delta: boolean;
+  /** Run the edits beside hostile clients (bench/xds/hostile.ts in a child process). */
+  hostile: boolean;
   /** Added to every client's node metadata. */
   nodeMeta: Record<string, string>;
   /** Repository whose dist/ holds the daemon under test (default: this one). */
@@ -95,6 +99,8 @@ const USAGE = `usage: npm run bench:xds -- [options]
   --cpu-prof              run the daemon with --cpu-prof and print per-phase top functions
   --keep                  keep the run directory (config, daemon log, profile)
   --driver go|node        client driver: the Go load generator tools/xds-load (built by scripts/build-go-tools.sh) or the one-process Node driver [go]
+  --hostile               run the edits beside hostile clients (500 stuck streams, departing proxies with 50,000
+                          names each, a NACK storm, 50 MB bodies, 50 half-open connections per listener)
   --delta                 clients use delta xDS (DeltaAggregatedResources; --driver go only; the daemon needs MESH_DELTA_XDS=true)
   --node-meta K=V         add K=V to every client's node metadata (repeatable), e.g. DNS_CAPTURE=true
   --daemon-repo DIR       measure the daemon built in DIR (its dist/) instead of this checkout's, e.g. a clone of main for before/after`;
@@ -121,6 +127,7 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
     readyTimeoutS: 120,
     driver: 'go',
     delta: false,
+    hostile: false,
     nodeMeta: {},
   };
   const num = (flag: string, v: string | undefined): number => {
@@ -201,6 +208,9 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
       case '--delta':
         o.delta = true;
         break;
+      case '--hostile':
+        o.hostile = true;
+        break;
       case '--node-meta': {
         const kv = next() ?? '';
         const eq = kv.indexOf('=');
@@ -255,6 +265,8 @@ interface EditFigures {
 }
 
 export interface RunResult {
+  /** --hostile: what the hostile clients did (their last report). */
+  readonly hostile?: HostileStats;
   readonly kind: ClientKind;
   readonly services: number;
   readonly clients: number;
@@ -378,6 +390,9 @@ async function runOnce(services: number, clients: number, opts: Options): Promis
   const partial: { -readonly [K in keyof RunResult]?: RunResult[K] } = {};
   let error: string | undefined;
   let killDaemon: (() => void) | undefined;
+  let hostile: ChildProcess | undefined;
+  let hostileLast: string | undefined;
+  let hostileStopping = false;
   try {
     const t0 = nowUs();
     if (!o.build) throw new Error('no daemon snapshot');
@@ -437,9 +452,28 @@ async function runOnce(services: number, clients: number, opts: Options): Promis
     if (init.complete < clients) throw new Error(`only ${init.complete}/${clients} clients completed (${init.failedStreams} failed streams); first errors: ${init.errors.join(' | ')}`);
     if (status.version === undefined) throw new Error('push_status without a version');
 
+    if (o.hostile) {
+      const spec: HostileSpec = {
+        grpc: d.grpcAddr,
+        http: [d.httpAddr, d.monitoringAddr],
+        stuck: 500,
+        departing: { concurrency: 2, names: 50_000 },
+        nackStorm: { concurrency: 2 },
+        oversized: { concurrency: 2, bytes: 50 * 1024 * 1024 },
+        halfOpen: 50,
+      };
+      hostile = spawn(process.execPath, [join(o.build.root, 'bench', 'dist', 'xds', 'hostile.js'), JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'inherit'] });
+      hostile.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+        // the reports while the load runs (the one after SIGTERM counts nothing as open)
+        for (const line of chunk.split('\n')) if (line.startsWith('{') && !hostileStopping) hostileLast = line;
+      });
+      await sleep(3000); // the stuck streams and half-open connections open
+    }
+
     // edit 1: weights of one VirtualService (RDS)
     await sleep(o.settleMs);
-    waitsMs += o.settleMs + (await waitIdle(d, 60_000));
+    // beside hostile clients the daemon is never idle
+    if (!o.hostile) waitsMs += o.settleMs + (await waitIdle(d, 60_000));
     partial.rssSettled = d.sample().rss;
     partial.heapSettled = await d.metric('nodejs_heap_size_used_bytes');
     partial.externalSettled = await d.metric('nodejs_external_memory_bytes');
@@ -461,7 +495,7 @@ async function runOnce(services: number, clients: number, opts: Options): Promis
 
     // edit 2: one endpoint address of one ServiceEntry (EDS)
     await sleep(o.settleMs);
-    waitsMs += o.settleMs + (await waitIdle(d, 60_000));
+    if (!o.hostile) waitsMs += o.settleMs + (await waitIdle(d, 60_000));
     // service 0 again: proxyless clients watching it hold its v1/v2 subset clusters (endpoint 0 is v1)
     const seIndex = 0;
     const newAddress = endpointAddress(seIndex, 3);
@@ -482,6 +516,16 @@ async function runOnce(services: number, clients: number, opts: Options): Promis
   } catch (e) {
     error = e instanceof Error ? e.message : String(e);
   } finally {
+    if (hostile) {
+      const h = hostile;
+      hostileStopping = true;
+      await new Promise<void>((done) => {
+        h.once('exit', () => done());
+        h.kill('SIGTERM');
+        setTimeout(() => (h.kill('SIGKILL'), done()), 10_000).unref();
+      });
+      if (hostileLast) partial.hostile = JSON.parse(hostileLast) as HostileStats;
+    }
     await driver?.stop();
     if (daemon) {
       if (!daemon.running() && !error) error = `daemon exited unexpectedly; see ${daemon.logFile}`;
@@ -592,6 +636,7 @@ function jsonOf(r: RunResult): Record<string, unknown> {
     vips: r.vips,
     driver: r.driver,
     delta: r.delta,
+    hostile: r.hostile,
     node_meta: r.nodeMeta,
     load_avg_1m: r.loadAvg1m,
     cores: cpus().length,

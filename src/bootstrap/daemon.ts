@@ -3,6 +3,7 @@
  * ADS server; HTTP servers expose metrics, readiness and debug views.
  */
 import * as grpc from '@grpc/grpc-js';
+import { stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { MemoryConfigStore } from '../config/store.js';
 import { FileConfigSource } from '../config/file-source.js';
@@ -16,6 +17,7 @@ import { AggregateRegistry } from '../registry/aggregate.js';
 import { MockRegistry } from '../registry/mock.js';
 import { ServiceEntryRegistry } from '../registry/service-entry.js';
 import { registerDebug } from '../server/debug.js';
+import { closeSilentConnections, grpcNetServers } from '../server/first-bytes.js';
 import { debugViews, type DebugDeps, type DistributionLookup } from '../server/debug-views.js';
 import { createControlZ, type ControlZ } from '../server/controlz.js';
 import { xdsDebugHandler } from '../server/xds-debug.js';
@@ -66,7 +68,15 @@ export interface DaemonLoggers {
   readonly source: Logger;
 }
 
+/** The daemon could not start: a setting it cannot work with (the message names it). */
+export class DaemonStartError extends Error {}
+
 export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, startedAt = Date.now()): Promise<RunningDaemon> {
+  // Checked before anything is created under it (the CA keeps its files there).
+  if (cfg.configDir) {
+    const dir = await stat(cfg.configDir).catch(() => undefined);
+    if (!dir?.isDirectory()) throw new DaemonStartError(`--configDir ${cfg.configDir} ${dir ? 'is not a directory' : 'does not exist'}`);
+  }
   const { metrics, ca: caMetrics } = createDaemonMetrics();
   const info = getBuildInfo();
   metrics.build.set({ component: 'meshd', tag: info.version }, 1);
@@ -106,7 +116,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const onWarn = (r: ConfigRejection): void => {
     logs.source.warn({ origin: r.origin, kind: r.kind, name: r.name, namespace: r.namespace, warnings: r.issues }, `config has warnings: ${configReportText(r)}`);
   };
-  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject, onWarn }) : undefined;
+  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject, onWarn, onDirLost: () => metrics.configDirLost.inc() }) : undefined;
   if (fileSource) await fileSource.start();
   else if (!useCluster) store.markSynced();
   // Modules only a cluster or the webhooks need are loaded when used: a daemon on file config does
@@ -273,21 +283,23 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   );
   // The secured port (--secureGRPCAddr): the same ADS over TLS, and the certificate service.
   const secure = cfg.security.secureGrpcAddr && identity.serving ? await bindSecurePort(identity, formatListen(cfg.security.secureGrpcAddr), ads, serverOptions) : undefined;
+  // Connections that send nothing are closed on every listener (src/server/first-bytes.ts).
+  const halfOpen = (listener: string) => (): void => metrics.halfOpenClosed.inc({ listener });
+  for (const s of grpcNetServers(server)) closeSilentConnections(s, halfOpen('grpc'));
+  for (const s of secure ? grpcNetServers(secure.server) : []) closeSilentConnections(s, halfOpen('secure-grpc'));
 
   // HTTP: monitoring (metrics, readiness) and debug
   let ready = false;
-  const monitoring = new HttpService('monitoring')
+  const monitoring = new HttpService('monitoring', halfOpen('monitoring'))
     .route('/metrics', async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }))
     .route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }))
     .route('/version', () => ({ body: info }));
   const monitoringPort = await monitoring.listen(cfg.monitoringAddr);
-  let debug: HttpService | undefined;
-  let httpPort: number | undefined;
-  if (cfg.debugOnHttp) {
-    debug = new HttpService('debug').route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }));
-    registerDebug(debug, debugDeps);
-    httpPort = await debug.listen(cfg.httpAddr);
-  }
+  // --httpAddr serves readiness whatever the debug switch says (the rendered probe points there);
+  // the debug views only with ENABLE_DEBUG_ON_HTTP.
+  const debug = new HttpService(cfg.debugOnHttp ? 'debug' : 'http', halfOpen('http')).route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }));
+  if (cfg.debugOnHttp) registerDebug(debug, debugDeps);
+  const httpPort = await debug.listen(cfg.httpAddr);
   const ctrlz = cfg.ctrlz ? await startControlZ(cfg, metrics, logs) : undefined;
 
   ready = true;
@@ -323,7 +335,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       secure?.server.forceShutdown();
       await webhooks?.stop();
       identity.stop();
-      await Promise.all([monitoring.close(), debug?.close(), ctrlz?.controlz.close()]);
+      await Promise.all([monitoring.close(), debug.close(), ctrlz?.controlz.close()]);
     })();
     return stopping;
   };

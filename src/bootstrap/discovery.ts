@@ -10,7 +10,14 @@ export const runDiscovery: RunDiscovery = async (opts: DiscoveryOptions, env: Da
   configureLogging(opts.log);
   const cfg = daemonConfigFrom(opts, env);
   const logs = { main: getLogger('default'), ads: getLogger('ads'), model: getLogger('model'), source: getLogger('source') };
-  const daemon = await startDaemon(cfg, logs, startedAt);
+  let daemon: Awaited<ReturnType<typeof startDaemon>>;
+  try {
+    daemon = await startDaemon(cfg, logs, startedAt);
+  } catch (err) {
+    // one line, no stack (a port in use, a missing directory): the CLI prints it and exits
+    const first = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+    throw Object.assign(new Error(`mesh-discovery did not start: ${first}`), { exitCode: 1 });
+  }
   await new Promise<void>((resolve) => {
     const onSignal = (sig: NodeJS.Signals): void => {
       logs.main.info({ signal: sig }, 'signal received');

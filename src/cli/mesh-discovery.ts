@@ -68,4 +68,9 @@ export async function main(argv: readonly string[] = process.argv.slice(2), io: 
   return runCli(buildProgram(cli), cli, argv);
 }
 
-if (isMain(import.meta.url)) process.exitCode = await main();
+if (isMain(import.meta.url)) {
+  const code = await main();
+  // A daemon that failed half-way may hold listeners or timers: a failure ends the process now.
+  if (code !== 0) process.exit(code);
+  process.exitCode = code;
+}

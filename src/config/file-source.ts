@@ -21,7 +21,10 @@
  * rejection is reported. When a document is too broken to tell which object it is, every object
  * of the previous version of the file that the new version does not define stays in effect: a
  * syntax error never deletes configuration. Objects go away only when their file parses and no
- * longer defines them, or when the file is deleted.
+ * longer defines them, or when the file is deleted. A refused document also keeps the object that
+ * was valid at its place, so a typo in its `kind` deletes nothing. The directory itself going away
+ * (or one of its directories becoming unreadable) is a fault, not a deletion: the configuration
+ * stays, the source reports it (onError, onDirLost) and reads the files again when it is back.
  */
 import { createHash } from 'node:crypto';
 import { watch, type FSWatcher, type Stats } from 'node:fs';
@@ -41,6 +44,8 @@ export interface FileConfigSourceOptions {
   readonly onReject?: (rejection: ConfigRejection) => void;
   /** Called for every new or changed document the validation warns about (`issues` are the warnings). */
   readonly onWarn?: (warning: ConfigRejection) => void;
+  /** Called when the directory itself disappears (its configuration is kept), once per disappearance. */
+  readonly onDirLost?: () => void;
   /** Called on I/O and internal errors; the source keeps running. */
   readonly onError?: (error: Error) => void;
   /** Use fs.watch (default true). */
@@ -85,11 +90,13 @@ function objectId(kind: string, namespace: string, name: string): string {
 }
 
 export class FileConfigSource {
-  private readonly opts: Required<Omit<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError'>> &
-    Pick<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError'>;
+  private readonly opts: Required<Omit<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError' | 'onDirLost'>> &
+    Pick<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError' | 'onDirLost'>;
   private readonly files = new Map<string, FileState>();
   private readonly watchers = new Map<string, FSWatcher>();
   private watchFailed = false;
+  /** The directory itself is gone; its files' configuration is kept. */
+  private dirLost = false;
   private synced = false;
   private stopped = true;
   private scanning: Promise<void> | undefined;
@@ -174,9 +181,27 @@ export class FileConfigSource {
   }
 
   private async scanOnce(): Promise<void> {
+    // The directory itself gone (deleted, unmounted, replaced by a file): that is a fault of the
+    // source, not an edit. Its last good configuration stays, loudly, until it is back.
+    const root = await stat(this.opts.dir).catch((err: NodeJS.ErrnoException) => err);
+    if (this.stopped) return;
+    if (root instanceof Error || !root.isDirectory()) {
+      if (!this.dirLost) {
+        this.dirLost = true;
+        const why = root instanceof Error ? (root.code === 'ENOENT' ? 'does not exist any more' : root.message) : 'is not a directory any more';
+        this.reportError(new Error(`config directory ${this.opts.dir} ${why}: keeping the last good configuration of its ${this.files.size} files until it is back`));
+        this.opts.onDirLost?.();
+      }
+      return;
+    }
+    if (this.dirLost) {
+      this.dirLost = false;
+      getLogger('source').warn({ dir: this.opts.dir }, `config directory ${this.opts.dir} is back: its files are read again`);
+    }
     const dirs: string[] = [];
     const found = new Map<string, Stats>();
-    await this.walk(this.opts.dir, dirs, found);
+    const unreadable: string[] = [];
+    await this.walk(this.opts.dir, dirs, found, unreadable);
     if (this.stopped) return;
     this.syncWatchers(dirs);
     const pending: PendingRejection[] = [];
@@ -185,7 +210,8 @@ export class FileConfigSource {
       if (this.stopped) return;
     }
     for (const path of [...this.files.keys()]) {
-      if (!found.has(path)) {
+      // files under a directory that could not be read keep their configuration
+      if (!found.has(path) && !unreadable.some((d) => path.startsWith(d + sep))) {
         this.files.delete(path);
         this.opts.store.removeSource(this.originOf(path));
       }
@@ -199,13 +225,17 @@ export class FileConfigSource {
     }
   }
 
-  private async walk(dir: string, dirs: string[], found: Map<string, Stats>): Promise<void> {
+  private async walk(dir: string, dirs: string[], found: Map<string, Stats>, unreadable: string[]): Promise<void> {
     let entries;
     try {
       entries = await readdir(dir, { withFileTypes: true });
     } catch (err) {
-      // A directory removed during the walk simply has no files any more.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.reportError(err);
+      // A directory removed during the walk simply has no files any more; one that cannot be read
+      // (permissions) keeps what it had.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        unreadable.push(dir);
+        this.reportError(err);
+      }
       return;
     }
     dirs.push(dir);
@@ -215,7 +245,7 @@ export class FileConfigSource {
       if (e.name.startsWith('.')) continue;
       const path = join(dir, e.name);
       if (e.isDirectory()) {
-        await this.walk(path, dirs, found);
+        await this.walk(path, dirs, found, unreadable);
       } else if ((e.isFile() || e.isSymbolicLink()) && EXTENSIONS.has(extname(e.name).toLowerCase())) {
         try {
           const st = await stat(path);
@@ -287,14 +317,18 @@ export class FileConfigSource {
     const defined = new Set(objects.map(idOfObject));
     const unidentified = rejections.some((r) => r.kind === undefined || r.name === undefined);
     const rejectedIds = new Set(rejections.filter((r) => r.kind && r.name).map((r) => objectId(r.kind ?? '', r.namespace ?? '', r.name ?? '')));
+    // a refused document also keeps the object that was valid at its place (`file#index`): a typo in
+    // `kind` or `name` changes the id the rejection names, not the document
+    const rejectedDocs = new Set(rejections.map((r) => r.origin));
     const kept: ConfigObject[] = [];
     for (const [id, o] of previous) {
-      if (!defined.has(id) && (unidentified || rejectedIds.has(id))) kept.push(o);
+      if (!defined.has(id) && (unidentified || rejectedIds.has(id) || (o.meta.origin !== undefined && rejectedDocs.has(o.meta.origin)))) kept.push(o);
     }
     const keptIds = new Set(kept.map(idOfObject));
+    const keptDocs = new Set(kept.map((o) => o.meta.origin));
     const annotated = rejections.map((r) => {
       const id = r.kind && r.name ? objectId(r.kind, r.namespace ?? '', r.name) : undefined;
-      const keeps = id !== undefined ? keptIds.has(id) : kept.length > 0;
+      const keeps = id !== undefined ? keptIds.has(id) || keptDocs.has(r.origin) : kept.length > 0;
       if (!keeps) return r;
       const note = id !== undefined ? 'the last valid version stays in effect' : `the last valid version of this file's other objects (${kept.length}) stays in effect`;
       return { ...r, issues: [...r.issues, { path: '', message: note }] };

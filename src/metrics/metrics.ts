@@ -36,6 +36,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     sdsCertificateErrors: new Counter({ name: 'disc_sds_certificate_errors_total', help: 'Failures fetching an SDS key and certificate.', registers: r }),
     internalErrors: new Counter({ name: 'disc_total_xds_internal_errors', help: 'Internal xDS errors.', registers: r }),
     writeTimeouts: new Counter({ name: 'disc_xds_write_timeout', help: 'xDS response write timeouts.', registers: r }),
+    configDirLost: new Counter({ name: 'disc_config_dir_lost', help: 'Times the --configDir directory disappeared (its last good configuration is kept).', registers: r }),
+    halfOpenClosed: new Counter({ name: 'disc_half_open_closed', help: 'Connections closed for sending no byte within 10 s of opening, by listener.', labelNames: ['listener'], registers: r }),
     pushContextErrors: new Counter({ name: 'disc_xds_push_context_errors', help: 'Errors (timeouts) initiating the push context.', registers: r }),
     delayedPushes: new Counter({ name: 'disc_xds_delayed_pushes_total', help: 'Delayed pushes.', labelNames: ['type'], registers: r }),
     delayedPushTimeouts: new Counter({ name: 'disc_xds_delayed_push_timeouts_total', help: 'Delayed pushes that timed out.', labelNames: ['type'], registers: r }),

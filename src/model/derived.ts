@@ -252,6 +252,14 @@ function isListEntry(e: Entry | ListEntry<unknown>): e is ListEntry<unknown> {
  */
 export class DerivedMemo {
   private readonly entries = new Map<string, Entry | ListEntry<unknown>>();
+  /**
+   * Lists of an owner object (a name set a client asked for): they live as long as the owner does,
+   * so a client that leaves takes its lists with it (issue 15) instead of leaving them in the memo
+   * until the next snapshot.
+   */
+  private readonly owned = new WeakMap<object, Map<string, Entry | ListEntry<unknown>>>();
+  /** The latest owned list per reuse key, while its owner lives. */
+  private readonly weakReuse = new Map<string, WeakRef<ListEntry<unknown>>>();
   private inherited: { memo: DerivedMemo; changes: ChangeSet } | undefined;
   /** Counters for the debug view and tests. */
   readonly stats = { computed: 0, reused: 0, carried: 0, listItemsBuilt: 0, listItemsKept: 0 };
@@ -291,14 +299,15 @@ export class DerivedMemo {
   }
 
   /** An entry valid for the caller (this snapshot's, or one carried over from the previous). */
-  private lookup(key: string, endpoints: EndpointSource | undefined): Entry | ListEntry<unknown> | undefined {
-    const own = this.entries.get(key);
+  private lookup(key: string, endpoints: EndpointSource | undefined, owner?: object): Entry | ListEntry<unknown> | undefined {
+    const table = this.table(owner);
+    const own = table.get(key);
     if (own && valid(own, ChangeSet.NONE, endpoints)) return own;
     const inh = this.inherited;
     if (!inh) return undefined;
-    const prev = inh.memo.entries.get(key);
+    const prev = inh.memo.table(owner, false).get(key);
     if (!prev || (isListEntry(prev) && prev.value === undefined) || !valid(prev, inh.changes, endpoints)) return undefined;
-    this.entries.set(key, prev);
+    table.set(key, prev);
     this.stats.carried++;
     return prev;
   }
@@ -318,17 +327,18 @@ export class DerivedMemo {
    */
   list<I, V>(
     key: string,
-    opts: { reuseKey?: string; endpoints?: EndpointSource },
+    opts: { reuseKey?: string; endpoints?: EndpointSource; owner?: object },
     items: () => ReadonlyArray<I>,
     itemKey: (item: I) => string,
     element: (item: I) => ReadonlyArray<V>,
   ): ReadonlyArray<V> {
-    const own = this.entries.get(key) as ListEntry<V> | Entry | undefined;
+    const table = this.table(opts.owner);
+    const own = table.get(key) as ListEntry<V> | Entry | undefined;
     let state: ListState<V, I>;
     if (own && isListEntry(own) && own.value === undefined && own.state.endpoints === opts.endpoints) {
       state = own.state as ListState<V, I>; // a build in progress: continue it
     } else {
-      const hit = this.lookup(key, opts.endpoints) as ListEntry<V> | Entry | undefined;
+      const hit = this.lookup(key, opts.endpoints, opts.owner) as ListEntry<V> | Entry | undefined;
       if (hit && isListEntry(hit) && hit.value !== undefined) {
         addDepsToTop(hit.deps, hit.endpoints);
         this.stats.reused++;
@@ -378,8 +388,19 @@ export class DerivedMemo {
     }
     const endpoints = readsEndpoints ? opts.endpoints : undefined;
     const done: ListEntry<V> = { list: true, state: { ...state, reuse: undefined, reuseChanges: ChangeSet.NONE, reuseEndpoints: undefined }, value, deps: frozen, endpoints };
-    this.entries.set(key, done as ListEntry<unknown>);
-    if (opts.reuseKey) this.entries.set(`~reuse|${opts.reuseKey}`, done as ListEntry<unknown>);
+    table.set(key, done as ListEntry<unknown>);
+    if (opts.reuseKey) {
+      // an owned list is the scope's latest only while its owner lives: a client's list must not
+      // outlive the client through the scope (scopes follow the proxies' namespaces)
+      if (opts.owner) {
+        this.entries.delete(`~reuse|${opts.reuseKey}`);
+        this.weakReuse.set(opts.reuseKey, new WeakRef(done as ListEntry<unknown>));
+        if (this.weakReuse.size > 4096) for (const [k, r] of this.weakReuse) if (!r.deref()) this.weakReuse.delete(k);
+      } else {
+        this.entries.set(`~reuse|${opts.reuseKey}`, done as ListEntry<unknown>);
+        this.weakReuse.delete(opts.reuseKey);
+      }
+    }
     addDepsToTop(frozen, endpoints);
     this.stats.computed++;
     return value;
@@ -390,15 +411,15 @@ export class DerivedMemo {
    * the list to take unchanged items from — this key's latest (finished or partial), else the latest
    * list of the reuse key, in this snapshot or the previous one.
    */
-  private startList<I, V>(key: string, opts: { reuseKey?: string; endpoints?: EndpointSource }, items: () => ReadonlyArray<I>, itemKey: (item: I) => string): ListState<V, I> {
+  private startList<I, V>(key: string, opts: { reuseKey?: string; endpoints?: EndpointSource; owner?: object }, items: () => ReadonlyArray<I>, itemKey: (item: I) => string): ListState<V, I> {
     let base: ListState<V, I> | undefined;
     let baseChanges = ChangeSet.NONE;
     let sameKey = false;
-    const candidates: Array<[Map<string, Entry | ListEntry<unknown>>, ChangeSet]> = [[this.entries, ChangeSet.NONE]];
-    if (this.inherited) candidates.push([this.inherited.memo.entries, this.inherited.changes]);
-    for (const [entries, changes] of candidates) {
-      const own = entries.get(key);
-      const e = (own && isListEntry(own) ? own : opts.reuseKey ? entries.get(`~reuse|${opts.reuseKey}`) : undefined) as ListEntry<V> | undefined;
+    const candidates: Array<[DerivedMemo, ChangeSet]> = [[this, ChangeSet.NONE]];
+    if (this.inherited) candidates.push([this.inherited.memo, this.inherited.changes]);
+    for (const [memo, changes] of candidates) {
+      const own = memo.table(opts.owner, false).get(key);
+      const e = (own && isListEntry(own) ? own : opts.reuseKey ? memo.latest(opts.reuseKey) : undefined) as ListEntry<V> | undefined;
       if (e && isListEntry(e)) {
         base = e.state as ListState<V, I>;
         baseChanges = changes;
@@ -435,10 +456,34 @@ export class DerivedMemo {
       reuseChanges: baseChanges,
       reuseEndpoints: base?.endpoints,
     };
-    this.entries.set(key, { list: true, state, value: undefined, deps: NO_DEPS, endpoints: undefined } as ListEntry<unknown>);
+    this.table(opts.owner).set(key, { list: true, state, value: undefined, deps: NO_DEPS, endpoints: undefined } as ListEntry<unknown>);
     return state;
   }
+
+  /** The latest list built under `reuseKey` (owned ones while their owner lives). */
+  private latest(reuseKey: string): Entry | ListEntry<unknown> | undefined {
+    const strong = this.entries.get(`~reuse|${reuseKey}`);
+    if (strong) return strong;
+    const ref = this.weakReuse.get(reuseKey);
+    const e = ref?.deref();
+    if (ref && !e) this.weakReuse.delete(reuseKey);
+    return e;
+  }
+
+  /** The entries of `owner` (the memo's own without one); `create` false: an empty view when it has none. */
+  private table(owner: object | undefined, create = true): Map<string, Entry | ListEntry<unknown>> {
+    if (owner === undefined) return this.entries;
+    let t = this.owned.get(owner);
+    if (!t) {
+      if (!create) return NO_ENTRIES;
+      t = new Map();
+      this.owned.set(owner, t);
+    }
+    return t;
+  }
 }
+
+const NO_ENTRIES = new Map<string, Entry | ListEntry<unknown>>();
 
 /** Whether an entry computed under `changes` (and with its endpoint source) still holds. */
 function valid(e: Entry | ListEntry<unknown>, changes: ChangeSet, endpoints: EndpointSource | undefined): boolean {

@@ -391,7 +391,7 @@ export class PushContext {
    */
   memoizeList<I, V>(
     key: string,
-    opts: { reuseKey?: string; endpoints?: EndpointSource },
+    opts: { reuseKey?: string; endpoints?: EndpointSource; owner?: object },
     items: () => ReadonlyArray<I>,
     itemKey: (item: I) => string,
     element: (item: I) => ReadonlyArray<V>,

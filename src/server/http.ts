@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { closeSilentConnections } from './first-bytes.js';
 import type { ListenAddress } from './listen.js';
 
 export type Handler = (req: IncomingMessage, url: URL, body: string) => Promise<HttpReply> | HttpReply;
@@ -30,7 +31,11 @@ export class HttpService {
   private readonly routes = new Map<string, { handler: Handler; maxBodyBytes: number }>();
   private server?: Server;
 
-  constructor(private readonly name: string) {}
+  /** `silentClosed`: told of each connection closed for sending nothing within FIRST_BYTES_MS. */
+  constructor(
+    private readonly name: string,
+    private readonly silentClosed: () => void = () => undefined,
+  ) {}
 
   route(path: string, handler: Handler, opts: RouteOptions = {}): this {
     this.routes.set(path, { handler, maxBodyBytes: opts.maxBodyBytes ?? 0 });
@@ -43,6 +48,7 @@ export class HttpService {
 
   async listen(addr: ListenAddress): Promise<number> {
     this.server = createServer((req, res) => void this.handle(req, res));
+    closeSilentConnections(this.server, this.silentClosed);
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
       this.server!.listen(addr.port, addr.host || undefined, () => resolve());

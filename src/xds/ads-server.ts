@@ -15,7 +15,7 @@ import type { PushContext } from '../model/push-context.js';
 // authentication lives outside the transport: a port's authorizer is handed in (src/security/xds-auth.ts)
 import type { ResourceAccess, StreamAuthorizer } from '../security/stream-authorizer.js';
 import type { EncodedResource, ResourceCache } from './cache.js';
-import { Connection, changedResources, listVersion, newWatch, type ResponseWriter, type WatchState } from './connection.js';
+import { Connection, changedResources, generatorNames, listVersion, newWatch, type ResponseWriter, type WatchState } from './connection.js';
 import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
 import { Limiter, type Slot } from './limiter.js';
 import { Delivery, type DeliveryOptions } from './delivery.js';
@@ -254,6 +254,9 @@ export class DiscoveryServer {
       if (ended || conn) return;
       writer.close(grpc.status.DEADLINE_EXCEEDED, `no DiscoveryRequest within ${firstRequestMs / 1000} s of opening the stream`);
       finish();
+      // the status ends our half; a peer that never ends its own would keep the stream (and its
+      // slot of grpc.max_concurrent_streams): reset it once the status had time to leave
+      setTimeout(() => out.abort(), 1000).unref();
     }, firstRequestMs).unref();
     const writer: ResponseWriter = {
       direct: out.direct,
@@ -538,22 +541,34 @@ export class DiscoveryServer {
     const first = !watch;
     if (!watch) {
       const wildcard = req.resourceNamesSubscribe.includes('*') || (req.resourceNamesSubscribe.length === 0 && WILDCARD_TYPES.has(typeUrl));
-      watch = newWatch(typeUrl, wildcard ? undefined : new Set());
+      watch = newWatch(typeUrl, wildcard ? undefined : new Set([...this.allowedNames(conn, typeUrl, new Set(req.resourceNamesSubscribe))].map(intern)));
       for (const [n, v] of Object.entries(req.initialResourceVersions)) watch.sent.set(n, v);
       conn.watches.set(typeUrl, watch);
     }
     const kind = this.track(conn, watch, req.responseNonce, req.errorDetail ? { code: req.errorDetail.code, message: req.errorDetail.message } : undefined);
     if (kind === 'stale' || kind === 'nack') return;
-    let changed = first;
-    if (watch.names) {
-      // Name sets are replaced, never mutated: generators memoize by a set's identity.
-      const next = new Set(watch.names);
-      const refused = this.deps.access && req.resourceNamesSubscribe.length > 0 ? this.deps.access(conn.proxy, typeUrl, new Set(req.resourceNamesSubscribe)) : undefined;
-      for (const n of req.resourceNamesSubscribe) if (n !== '*' && !next.has(n) && !refused?.has(n)) { next.add(intern(n)); changed = true; }
-      for (const n of req.resourceNamesUnsubscribe) if (next.delete(n)) { watch.sent.delete(n); changed = true; }
-      if (changed) watch.names = next;
+    if (first || !watch.names) {
+      // a first subscription by name is answered like any later one: what exists, and what does not
+      const only = watch.names && generatorNames(conn, watch);
+      if (first) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, only));
+      return;
     }
-    if (changed) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, first, slot));
+    // Work proportional to the change (issue 15): the subscription is edited in place, an
+    // unsubscribe needs no answer, and a subscribe is answered with the new names only.
+    const names = watch.names as Set<string>;
+    const added = new Set<string>();
+    const wanted = req.resourceNamesSubscribe.length > 0 ? this.allowedNames(conn, typeUrl, new Set(req.resourceNamesSubscribe)) : undefined;
+    for (const n of wanted ?? []) if (n !== '*' && !names.has(n)) added.add(intern(n));
+    let removed = false;
+    for (const n of req.resourceNamesUnsubscribe) {
+      if (names.delete(n)) {
+        watch.sent.delete(n);
+        removed = true;
+      }
+    }
+    for (const n of added) names.add(n);
+    if (added.size > 0 || removed) watch.namesView = undefined;
+    if (added.size > 0) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, added));
   }
 
   /** `names` without those the stream may not have (AdsDeps.access); the same set when none is refused. */
@@ -576,16 +591,17 @@ export class DiscoveryServer {
 
   /**
    * Generate and send the given types to one connection, skipping types whose content is unchanged.
-   * Generation holds `slot`; waiting on the client (flow control, the write) does not.
+   * Generation holds `slot`; waiting on the client (flow control, the write) does not. `only`
+   * (delta, one type): the names just subscribed; only they are generated and sent.
    */
-  private async pushTypes(conn: Connection, types: ReadonlyArray<string>, req: PushRequest | undefined, force: boolean, slot: Slot): Promise<void> {
+  private async pushTypes(conn: Connection, types: ReadonlyArray<string>, req: PushRequest | undefined, force: boolean, slot: Slot, only?: ReadonlySet<string>): Promise<void> {
     const model = this.deps.model();
     const generators = this.deps.generatorsFor(conn.proxy);
     const sentTypes = new Set<string>();
     for (const typeUrl of types) {
       const watch = conn.watches.get(typeUrl);
       if (!watch || conn.closed) continue;
-      if (req && !req.full && typeUrl === TypeUrl.Endpoint && !this.edsAffected(watch, req)) continue;
+      if (req && !req.full && typeUrl === TypeUrl.Endpoint && !this.edsAffected(conn, watch, req)) continue;
       await slot.hold();
       if (conn.closed) return;
       // Generation for a scope can take a while: let ACKs and health checks in between.
@@ -593,7 +609,8 @@ export class DiscoveryServer {
       if (turn) await turn;
       const started = process.hrtime.bigint();
       let resources: ReadonlyArray<EncodedResource>;
-      const input = { proxy: conn.proxy, push: model.push, endpoints: model.endpoints, names: watch.names, cache: this.deps.cache, settings: this.deps.settings };
+      const names = only ?? generatorNames(conn, watch);
+      const input = { proxy: conn.proxy, push: model.push, endpoints: model.endpoints, names, few: only !== undefined, cache: this.deps.cache, settings: this.deps.settings };
       try {
         // Generation runs within this turn's share of the loop: a large list that is not finished
         // by then keeps its progress and asks for another turn (model/derived.ts).
@@ -617,7 +634,7 @@ export class DiscoveryServer {
       // wait for an ACK that is queued behind that request on the same stream.
       const throttled = req !== undefined;
       const sent = conn.delta
-        ? await this.sendDelta(conn, watch, resources, model, force, throttled, slot)
+        ? await this.sendDelta(conn, watch, resources, model, force, throttled, slot, only)
         : await this.sendSotw(conn, watch, resources, model, force, throttled, slot);
       if (sent) {
         sentTypes.add(typeUrl);
@@ -627,9 +644,10 @@ export class DiscoveryServer {
     if (req && sentTypes.size > 0) conn.pendingConvergence = { start: req.start, types: sentTypes };
   }
 
-  private edsAffected(watch: WatchState, req: PushRequest): boolean {
-    if (!watch.names) return true;
-    const hosts = hostsOf(watch.names);
+  private edsAffected(conn: Connection, watch: WatchState, req: PushRequest): boolean {
+    const names = generatorNames(conn, watch);
+    if (!names) return true;
+    const hosts = hostsOf(names);
     for (const host of req.edsHosts) if (hosts.has(host)) return true;
     return false;
   }
@@ -724,12 +742,27 @@ export class DiscoveryServer {
     if (!watch.awaitingAck && watch.nonceAcked === watch.nonceSent) this.observeAck(conn, watch);
   }
 
-  private async sendDelta(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean, slot: Slot): Promise<boolean> {
+  private async sendDelta(
+    conn: Connection,
+    watch: WatchState,
+    resources: ReadonlyArray<EncodedResource>,
+    model: ModelView,
+    force: boolean,
+    throttled: boolean,
+    slot: Slot,
+    only?: ReadonlySet<string>,
+  ): Promise<boolean> {
     const changed = resources.filter((r) => watch.sent.get(r.name) !== r.version);
     const present = new Set(resources.map((r) => r.name));
     const removed: string[] = [];
-    for (const name of watch.sent.keys()) {
-      if (!present.has(name) && (watch.names === undefined || watch.names.has(name))) removed.push(name);
+    if (only) {
+      // names just subscribed: one without a resource is listed as removed, which tells the client
+      // at once that it does not exist (the incremental protocol's way of saying so)
+      for (const name of only) if (!present.has(name)) removed.push(name);
+    } else {
+      for (const name of watch.sent.keys()) {
+        if (!present.has(name) && (watch.names === undefined || watch.names.has(name))) removed.push(name);
+      }
     }
     if (changed.length === 0 && removed.length === 0 && !force) {
       this.unchangedAt(conn, watch, model);

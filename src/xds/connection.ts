@@ -14,6 +14,12 @@ export interface WatchState {
    * recognised by this buffer's identity instead of a decode. Undefined when unknown.
    */
   namesBytes?: Buffer;
+  /**
+   * Delta: `names` is the connection's own set, edited in place as the client subscribes and
+   * unsubscribes (work proportional to the change); generators see this copy of it, made again on
+   * the first push after a change, so their memos keyed by a set's identity stay right.
+   */
+  namesView?: ReadonlySet<string>;
   /** Delta only: names the client said it had when it connected. */
   initialVersions?: Map<string, string>;
   nonceSent: string;
@@ -47,6 +53,12 @@ export interface WatchState {
 
 export function newWatch(typeUrl: string, names: ReadonlySet<string> | undefined): WatchState {
   return { typeUrl, names, nonceSent: '', versionSent: '', snapshotSent: '', nonceAcked: '', versionAcked: '', sent: new Map(), sentList: [], resendAll: false, lastSentAt: 0, lastAckAt: 0, awaitingAck: false };
+}
+
+/** The names generators see for a watch: the requested set, or for delta a copy made after each change. */
+export function generatorNames(conn: { readonly delta: boolean }, watch: WatchState): ReadonlySet<string> | undefined {
+  if (!conn.delta || watch.names === undefined) return watch.names;
+  return (watch.namesView ??= new Set(watch.names));
 }
 
 /** Writes frames to the client; resolves when the transport took them (respecting back-pressure). */

@@ -90,42 +90,58 @@ function namesOf(list: ReadonlyArray<string>): NameList {
 }
 
 /**
- * Name spans seen recently, keyed by a sample of their bytes and confirmed by comparing them whole.
- * Bounded in entries and bytes; cleared when full (the lists in use come back at the next request).
+ * Name spans of the lists in use, keyed by a sample of their bytes and confirmed by comparing them
+ * whole. The table holds its lists weakly: a list lives as long as a watch (or a request waiting its
+ * turn) holds it, and leaves the table when the last one lets go, so the lists of clients that left
+ * cost nothing (issue 15: departing clients each with a list of their own ran the daemon out of
+ * memory). `bytes` counts the encoded size of the lists alive in the table.
  */
 class SpanTable {
-  private readonly byKey = new Map<string, NameList[]>();
-  private bytes = 0;
-  private entries = 0;
-
-  constructor(
-    private readonly maxEntries: number,
-    private readonly maxBytes: number,
-  ) {}
+  private readonly byKey = new Map<string, Array<WeakRef<NameList>>>();
+  private liveBytes = 0;
+  private liveEntries = 0;
+  private readonly gone = new FinalizationRegistry<{ key: string; bytes: number }>((held) => this.forget(held.key, held.bytes));
 
   get(span: Buffer): NameList {
     if (span.length === 0) return NO_NAMES;
     const key = sampleKey(span);
-    const candidates = this.byKey.get(key);
-    const found = candidates?.find((c) => c.namesBytes!.equals(span));
-    if (found) return found;
+    const bucket = this.byKey.get(key);
+    if (bucket) {
+      for (const ref of bucket) {
+        const c = ref.deref();
+        if (c?.namesBytes!.equals(span)) return c;
+      }
+    }
     // the span is a run of resource_names fields: decoded alone, it is a request with only names
     const list = namesOf(decode(span).resourceNames);
     const entry: NameList = { ...list, namesBytes: Buffer.from(span) }; // a copy: the request's buffer is let go
     listsByBytes.set(entry.namesBytes!, entry);
-    if (this.entries >= this.maxEntries || this.bytes + span.length > this.maxBytes) this.clear();
-    const bucket = this.byKey.get(key); // after a clear, not `candidates`
-    if (bucket) bucket.push(entry);
-    else this.byKey.set(key, [entry]);
-    this.entries++;
-    this.bytes += span.length;
+    const ref = new WeakRef(entry);
+    if (bucket) bucket.push(ref);
+    else this.byKey.set(key, [ref]);
+    this.gone.register(entry, { key, bytes: span.length });
+    this.liveEntries++;
+    this.liveBytes += span.length;
     return entry;
+  }
+
+  /** A list was collected: its (empty) reference leaves its bucket. */
+  private forget(key: string, bytes: number): void {
+    this.liveEntries--;
+    this.liveBytes -= bytes;
+    const bucket = this.byKey.get(key);
+    if (!bucket) return;
+    const alive = bucket.filter((r) => r.deref() !== undefined);
+    if (alive.length === 0) this.byKey.delete(key);
+    else if (alive.length !== bucket.length) this.byKey.set(key, alive);
+  }
+
+  stats(): { entries: number; bytes: number } {
+    return { entries: this.liveEntries, bytes: this.liveBytes };
   }
 
   clear(): void {
     this.byKey.clear();
-    this.entries = 0;
-    this.bytes = 0;
   }
 }
 
@@ -138,25 +154,46 @@ function sampleKey(span: Buffer): string {
   return `${span.length}:${(h >>> 0).toString(36)}`;
 }
 
-const spans = new SpanTable(4096, 64 * 1024 * 1024);
+const spans = new SpanTable();
 
 /** Forget the remembered name lists (tests). */
 export function clearRequestIntake(): void {
   spans.clear();
+  canonical.clear();
+  interned.clear();
+  internedBytes = 0;
+}
+
+/**
+ * What the intake holds for clients (tests, debug): name lists alive (held by a watch or a queued
+ * request) and their encoded bytes, and the intern table's estimated bytes.
+ */
+export function requestIntakeStats(): { lists: number; listBytes: number; internedNames: number; internedBytes: number } {
+  const s = spans.stats();
+  return { lists: s.entries, listBytes: s.bytes, internedNames: interned.size, internedBytes };
 }
 
 /**
  * Requested names repeat across proxies (every sidecar asks for the same EDS clusters); keeping one
- * string per name instead of one per request keeps per-connection memory small.
+ * string per name instead of one per request keeps per-connection memory small. The table itself
+ * holds at most INTERN_MAX_BYTES (estimated: two bytes a character and an entry's overhead) and is
+ * cleared when full; the strings in use stay with the sets that hold them.
  */
 const interned = new Map<string, string>();
-const INTERN_LIMIT = 500_000;
+const INTERN_MAX_BYTES = 16 * 1024 * 1024;
+const INTERN_ENTRY_BYTES = 64;
+let internedBytes = 0;
 
 export function intern(name: string): string {
   const known = interned.get(name);
   if (known !== undefined) return known;
-  if (interned.size >= INTERN_LIMIT) interned.clear();
+  const cost = 2 * name.length + INTERN_ENTRY_BYTES;
+  if (internedBytes + cost > INTERN_MAX_BYTES) {
+    interned.clear();
+    internedBytes = 0;
+  }
   interned.set(name, name);
+  internedBytes += cost;
   return name;
 }
 
@@ -168,22 +205,33 @@ function internNames(names: ReadonlyArray<string>): Set<string> {
 
 /**
  * State-of-the-world subscriptions are never mutated, so proxies asking for the same names share one
- * Set; generators use its identity to build a response once for all of them.
+ * Set; generators use its identity to build a response once for all of them. Held weakly, like the
+ * span table: a set goes when its last watch goes.
  */
-const canonical = new Map<string, Set<string>[]>();
-const CANONICAL_LIMIT = 20_000;
+const canonical = new Map<string, Array<WeakRef<Set<string>>>>();
+const canonicalGone = new FinalizationRegistry<string>((key) => {
+  const bucket = canonical.get(key);
+  if (!bucket) return;
+  const alive = bucket.filter((r) => r.deref() !== undefined);
+  if (alive.length === 0) canonical.delete(key);
+  else canonical.set(key, alive);
+});
 
 function canonicalNames(names: Set<string>): Set<string> {
   let h = 0;
   for (const n of names) for (let i = 0; i < n.length; i++) h = (Math.imul(h, 31) + n.charCodeAt(i)) | 0;
   const key = `${names.size}:${h}`;
-  const candidates = canonical.get(key);
-  const found = candidates?.find((c) => sameNames(c, names));
-  if (found) return found;
-  if (canonical.size >= CANONICAL_LIMIT) canonical.clear();
-  const bucket = canonical.get(key); // after a clear, not `candidates`
-  if (bucket) bucket.push(names);
-  else canonical.set(key, [names]);
+  const bucket = canonical.get(key);
+  if (bucket) {
+    for (const ref of bucket) {
+      const c = ref.deref();
+      if (c && sameNames(c, names)) return c;
+    }
+    bucket.push(new WeakRef(names));
+  } else {
+    canonical.set(key, [new WeakRef(names)]);
+  }
+  canonicalGone.register(names, key);
   return names;
 }
 

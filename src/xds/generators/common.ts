@@ -118,12 +118,15 @@ export function generateEndpoints(
   names: ReadonlySet<string> | undefined,
   withTlsMetadata: boolean,
   allClusters: () => Iterable<string>,
+  few = false,
 ): ReadonlyArray<EncodedResource> {
   if (!names) return [...allClusters()].flatMap((name) => endpointsFor(name, proxy, push, endpoints, cache, withTlsMetadata));
+  if (few) return [...names].flatMap((name) => endpointsFor(name, proxy, push, endpoints, cache, withTlsMetadata));
   const scope = `eds|${push.scopeKey(proxy)}|${withTlsMetadata}|${localityKey(proxy.locality)}|${proxy.type}`;
   return push.memoizeList(
     `${scope}|${objectId(names)}`,
-    { endpoints, reuseKey: scope },
+    // the list goes with the (client-chosen) name set, not with the snapshot
+    { endpoints, reuseKey: scope, owner: names },
     () => [...names],
     (name) => name,
     (name) => endpointsFor(name, proxy, push, endpoints, cache, withTlsMetadata),

@@ -301,6 +301,6 @@ export const gatewayGenerators: GeneratorSet = {
   [TypeUrl.Listener]: listeners,
   [TypeUrl.Route]: routes,
   [TypeUrl.Secret]: secrets,
-  [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names }) =>
-    generateEndpoints(proxy, push, endpoints, cache, names, true, () => visibleOutboundClusters(proxy, push, endpoints, cache, false).map((c) => c.name)),
+  [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names, few }) =>
+    generateEndpoints(proxy, push, endpoints, cache, names, true, () => visibleOutboundClusters(proxy, push, endpoints, cache, false).map((c) => c.name), few),
 };

@@ -103,5 +103,5 @@ export const grpcGenerators: GeneratorSet = {
   [TypeUrl.Route]: routes,
   [TypeUrl.Secret]: secrets,
   [TypeUrl.Cluster]: clusters,
-  [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names }) => generateEndpoints(proxy, push, endpoints, cache, names, false, () => []),
+  [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names, few }) => generateEndpoints(proxy, push, endpoints, cache, names, false, () => [], few),
 };

@@ -245,18 +245,22 @@ function domainsVariant(svc: Service, proxy: Proxy): string {
  */
 export function sidecarRoutes(input: GenerateInput): ReadonlyArray<EncodedResource> {
   const { proxy, push, names } = input;
+  if (input.few && names) return [...names].flatMap((name) => routeConfigurationsFor(name, input));
   const scope = `rds-sidecar|${push.routingScopeKey(proxy)}|${sourceMatchKey(push, proxy)}|${settingsKey(input.settings)}`;
   return push.memoizeList(
     `${scope}|${objectId(names)}`,
-    { reuseKey: scope },
+    { reuseKey: scope, owner: names },
     () => [...(names ?? [])],
     (name) => name,
-    (name) => {
-      const plan = httpPlan(proxy, push);
-      const port = /^\d+$/.test(name) ? Number(name) : NaN;
-      if (Number.isInteger(port)) return [sharedRouteTable(port, input)];
-      const target = plan.byRouteName.get(name);
-      return target ? [serviceRouteConfiguration(name, target.service, target.port, input)] : [];
-    },
+    (name) => routeConfigurationsFor(name, input),
   );
+}
+
+/** The route configuration of one requested name: a shared table (`<port>`) or a service's (`<host>:<port>`). */
+function routeConfigurationsFor(name: string, input: GenerateInput): EncodedResource[] {
+  const plan = httpPlan(input.proxy, input.push);
+  const port = /^\d+$/.test(name) ? Number(name) : NaN;
+  if (Number.isInteger(port)) return [sharedRouteTable(port, input)];
+  const target = plan.byRouteName.get(name);
+  return target ? [serviceRouteConfiguration(name, target.service, target.port, input)] : [];
 }

@@ -270,8 +270,15 @@ export const sidecarGenerators: GeneratorSet = {
   [TypeUrl.Listener]: listeners,
   [TypeUrl.Route]: sidecarRoutes,
   [TypeUrl.Secret]: secrets,
-  [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names }) =>
-    generateEndpoints(proxy, push, endpoints, cache, names, true, () =>
-      visibleOutboundClusters(proxy, push, endpoints, cache, false).map((c) => c.name),
+  [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names, few }) =>
+    generateEndpoints(
+      proxy,
+      push,
+      endpoints,
+      cache,
+      names,
+      true,
+      () => visibleOutboundClusters(proxy, push, endpoints, cache, false).map((c) => c.name),
+      few,
     ),
 };

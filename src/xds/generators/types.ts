@@ -48,6 +48,11 @@ export interface GenerateInput {
   readonly endpoints: EndpointIndex;
   /** Requested names; undefined for a wildcard subscription. */
   readonly names: ReadonlySet<string> | undefined;
+  /**
+   * `names` are a few names just added to a (delta) subscription: their resources are built name
+   * by name, not as a list of the scope's memo (which would cost the size of the whole subscription).
+   */
+  readonly few?: boolean;
   readonly cache: ResourceCache;
   readonly settings: GeneratorSettings;
 }

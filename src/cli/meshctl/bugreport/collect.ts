@@ -20,7 +20,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import type { KubeClient } from '../../../kube/client.js';
+import { queryString, type KubeClient } from '../../../kube/client.js';
+import { KubeApiError } from '../../../kube/errors.js';
 import type { KubeObject } from '../../../kube/types.js';
 import { PROXY_CONTAINER } from '../../../inject/names.js';
 import { readCluster } from '../analyze/cluster.js';
@@ -284,7 +285,7 @@ export async function collectBugReport(input: BugReportInput): Promise<BugReport
       await item(`${rel} (logs of ${p.namespace}/${p.name} container ${container})`, async () => {
         const sinceSeconds = input.window.start !== undefined ? Math.max(1, Math.ceil((now() - input.window.start) / 1000)) : undefined;
         const text = await deadline.race(
-          client.core.readNamespacedPodLog({ name: p.name, namespace: p.namespace, container, timestamps: true, sinceSeconds, limitBytes: LOG_LIMIT_BYTES }),
+          podLog(client, p, container, sinceSeconds),
           `logs of ${p.namespace}/${p.name}/${container}`,
         );
         const kept = withinWindow(text, input.window);
@@ -385,4 +386,22 @@ function selectorMatches(selector: string, labels: Readonly<Record<string, strin
       const [k, v] = term.split('=');
       return v === undefined ? k in labels : labels[k] === v;
     });
+}
+
+/** A container's log as text (the pods/log subresource), at most LOG_LIMIT_BYTES. */
+async function podLog(client: KubeClient, p: PodInfo, container: string, sinceSeconds: number | undefined): Promise<string> {
+  const path = `/api/v1/namespaces/${encodeURIComponent(p.namespace)}/pods/${encodeURIComponent(p.name)}/log`;
+  const query = queryString({ container, timestamps: true, sinceSeconds, limitBytes: LOG_LIMIT_BYTES });
+  const res = await client.transport.send({ method: 'GET', path: path + query });
+  const text = res.body.toString('utf8');
+  if (res.status < 200 || res.status >= 300) {
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // keep the text
+    }
+    throw KubeApiError.fromResponse('GET', path, res.status, body);
+  }
+  return text;
 }
