@@ -66,6 +66,10 @@ const envoyRoots = [
   // security policy (docs/adr/0081): authorization filters
   'envoy/extensions/filters/http/rbac/v3/rbac.proto',
   'envoy/extensions/filters/network/rbac/v3/rbac.proto',
+  // request authentication and external authorization (docs/adr/0100, 0101)
+  'envoy/extensions/filters/http/jwt_authn/v3/config.proto',
+  'envoy/extensions/filters/http/ext_authz/v3/ext_authz.proto',
+  'envoy/extensions/filters/network/ext_authz/v3/ext_authz.proto',
 ];
 
 function listProtos(dir) {

@@ -10,6 +10,7 @@ import { configReportText, type ConfigRejection } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { createDaemonMetrics } from './daemon-metrics.js';
 import { MeshModel } from '../model/mesh-model.js';
+import { JwksResolver } from '../security/jwks-resolver.js';
 import type { ServiceRegistry } from '../model/registry.js';
 import { AggregateRegistry } from '../registry/aggregate.js';
 import { MockRegistry } from '../registry/mock.js';
@@ -138,12 +139,19 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const remotes = cluster ? createRemoteClusters(remoteClustersSetup(cfg, mesh.trustDomain), cluster.client, registry, metrics, logs.source) : undefined;
   await remotes?.start();
 
-  // Model and xDS
+  // Model and xDS; the JWKS resolver fetches the key sets of jwksUris for the model (docs/adr/0100)
+  const jwks = cfg.generator.authn
+    ? new JwksResolver({
+        refreshMs: cfg.jwks.refreshMs,
+        counters: { success: () => metrics.jwksFetchSuccess.inc(), fail: () => metrics.jwksFetchFail.inc() },
+        log: getLogger('model'),
+      })
+    : undefined;
   const model = new MeshModel(
     store,
     registry,
     mesh,
-    { debounceAfterMs: cfg.debounceAfterMs, debounceMaxMs: cfg.debounceMaxMs, edsDebounce: cfg.edsDebounce, features: cfg.features },
+    { debounceAfterMs: cfg.debounceAfterMs, debounceMaxMs: cfg.debounceMaxMs, edsDebounce: cfg.edsDebounce, features: cfg.features, jwks, remoteJwks: cfg.generator.remoteJwks },
     metrics,
     logs.model,
   );
@@ -193,6 +201,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       : undefined;
   } catch (err) {
     model.stop();
+    jwks?.stop();
     await cluster?.stop();
     await meshSources.stop();
     identity.stop();
@@ -281,6 +290,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       logs.main.info({ within: `${cfg.shutdownMs}ms` }, 'shutting down');
       await controllers?.stop();
       model.stop();
+      jwks?.stop();
       fileSource?.stop();
       await remotes?.stop();
       await gatewayApi?.stop();

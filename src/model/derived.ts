@@ -46,6 +46,8 @@ export const Dep = {
   endpoints: (hostname: string): DepKey => `ep:${hostname}`,
   /** Security policies (PeerAuthentication, AuthorizationPolicy, RequestAuthentication), any of them. */
   policies: 'policy' as DepKey,
+  /** The public key set fetched from one `jwksUri` (docs/adr/0100). */
+  jwks: (uri: string): DepKey => `jwks:${uri}`,
   /** The snapshot's version string itself (values that embed it change with every snapshot). */
   version: 'version' as DepKey,
 } as const;

@@ -5,6 +5,7 @@ import { hostMatches, hostSpecificity, resolveHost, visibleTo } from './host.js'
 import type { MeshSettings } from './mesh-settings.js';
 import type { Proxy } from './proxy.js';
 import { labelsMatch, type Service } from './service.js';
+import { EMPTY_JWKS_VIEW, type JwksEntry, type JwksView } from './policy/jwks.js';
 import { PolicyIndex } from './policy/index.js';
 
 /** A VirtualService after host resolution, gateway resolution and delegate merging. */
@@ -58,6 +59,8 @@ export interface PushContextInput {
    * are carried over (model/derived.ts).
    */
   readonly previous?: PushContext;
+  /** Public key sets fetched for `jwksUri`s (model/policy/jwks.ts); none when absent. */
+  readonly jwks?: JwksView;
 }
 
 const byCreation = (a: ConfigObject, b: ConfigObject): number =>
@@ -104,6 +107,7 @@ export class PushContext {
   private readonly resolvedBySource = new Map<ConfigObject<VirtualService>, ResolvedVirtualService>();
   private readonly sources: { readonly vs: ReadonlyArray<ConfigObject<VirtualService>>; readonly dr: ReadonlyArray<ConfigObject<DestinationRule>> };
   private readonly autoAddresses: ReadonlyMap<string, string>;
+  private readonly jwksView: JwksView;
 
   private constructor(input: PushContextInput) {
     this.versionString = input.version;
@@ -143,12 +147,19 @@ export class PushContext {
     this.gatewayList = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
     this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
     this.policies = new PolicyIndex({ configs: input.configs, mesh: this.mesh });
+    this.jwksView = input.jwks ?? EMPTY_JWKS_VIEW;
     this.changes = input.previous ? changesBetween(input.previous, this) : ChangeSet.ALL;
     this.derived = new DerivedMemo(input.previous ? { memo: input.previous.derived, changes: this.changes } : undefined);
   }
 
   static build(input: PushContextInput): PushContext {
     return new PushContext(input);
+  }
+
+  /** What the JWKS resolver holds for a `jwksUri`; undefined while its first fetch runs (docs/adr/0100). */
+  jwks(uri: string): JwksEntry | undefined {
+    recordDep(Dep.jwks(uri));
+    return this.jwksView.get(uri);
   }
 
   /** The snapshot's version; values that embed it depend on every snapshot. */
@@ -263,6 +274,24 @@ export class PushContext {
       }
     }
     return out;
+  }
+
+  /**
+   * The mesh service a `jwksUri` points at (its host is a service hostname with that port), or
+   * undefined: with DISC_JWT_ENABLE_REMOTE_JWKS the proxy fetches such key sets itself through the
+   * service's outbound cluster (docs/adr/0100).
+   */
+  jwksInMesh(uri: string): { readonly host: string; readonly port: number } | undefined {
+    let u: URL;
+    try {
+      u = new URL(uri);
+    } catch {
+      return undefined;
+    }
+    const port = u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+    const host = u.hostname;
+    const found = this.servicesForHost(host).some((s) => s.ports.some((p) => p.port === port));
+    return found ? { host, port } : undefined;
   }
 
   /** Services with this hostname (one per namespace that defines it). */
@@ -469,6 +498,9 @@ function changesBetween(prev: PushContext, next: PushContext): ChangeSet {
   }
   const keys = new Set<DepKey>([Dep.version]);
   prev.policies.sources.forEach((before, i) => forChanged(before, next.policies.sources[i] ?? [], () => keys.add(Dep.policies)));
+  if (p.jwksView !== n.jwksView) {
+    for (const uri of new Set([...p.jwksView.keys(), ...n.jwksView.keys()])) if (p.jwksView.get(uri) !== n.jwksView.get(uri)) keys.add(Dep.jwks(uri));
+  }
   const vsKeys = (ctx: Internals, src: ConfigObject<VirtualService>): void => {
     const r = ctx.resolvedBySource.get(src);
     if (!r) {
@@ -538,6 +570,7 @@ interface Internals {
   readonly servicesByHost: ReadonlyMap<string, ReadonlyArray<Service>>;
   readonly destinationRulesSelectWorkloads: boolean;
   readonly autoAddresses: ReadonlyMap<string, string>;
+  readonly jwksView: JwksView;
 }
 
 /** Calls `fn` for every object (by namespace/name) that differs between the two lists: added, removed or replaced. */

@@ -12,6 +12,13 @@ const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
   // security policy (docs/adr/0080): inbound TLS and authorization filters live in listeners only
   PeerAuthentication: [TypeUrl.Listener],
   AuthorizationPolicy: [TypeUrl.Listener],
+  // request authentication (docs/adr/0100): the jwt_authn filter of inbound listeners
+  RequestAuthentication: [TypeUrl.Listener],
+};
+
+/** Reasons other than config kinds whose pushes reach some types only: a fetched key set changes jwt_authn filters. */
+const TYPES_BY_REASON: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
+  jwks: [TypeUrl.Listener],
 };
 
 /**
@@ -20,9 +27,12 @@ const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
  */
 export function affectedTypes(req: PushRequest): ReadonlySet<XdsTypeUrl> {
   if (!req.full) return new Set([TypeUrl.Endpoint]);
-  const onlyConfig = req.configKinds.size > 0 && [...req.reasons.keys()].every((r) => r === 'config');
-  if (!onlyConfig) return ALL_TYPES;
+  const reasons = [...req.reasons.keys()];
   const out = new Set<XdsTypeUrl>();
+  for (const r of reasons) for (const t of TYPES_BY_REASON[r] ?? []) out.add(t);
+  if (reasons.every((r) => r in TYPES_BY_REASON)) return out;
+  const onlyConfig = req.configKinds.size > 0 && reasons.every((r) => r === 'config' || r in TYPES_BY_REASON);
+  if (!onlyConfig) return ALL_TYPES;
   for (const kind of req.configKinds) {
     const types = TYPES_BY_KIND[kind];
     if (!types) return ALL_TYPES;

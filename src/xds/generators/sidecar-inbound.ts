@@ -20,7 +20,9 @@ import { buildListener, hcmFilter, originalDstListenerFilter, tcpProxyFilter, tl
 import { INBOUND_CAPTURE_PORT, INBOUND_PASSTHROUGH_CLUSTER, VIRTUAL_INBOUND_LISTENER, inboundClusterName } from '../envoy/names.js';
 import type { Shape } from '../envoy/pack.js';
 import { httpAuthzFilters, networkAuthzFilters, type FilterShape } from '../envoy/security/authz.js';
+import { jwtAuthnFilter } from '../envoy/security/jwt.js';
 import { MESH_ALPN, acceptedTrustDomains, meshServerTls } from '../envoy/security/tls.js';
+import type { WorkloadJwt } from './request-authn.js';
 
 /** A port of the proxy's own workload, from the endpoints that carry the proxy's IP. */
 export interface InboundPort {
@@ -32,6 +34,8 @@ export interface InboundInput {
   readonly ports: ReadonlyArray<InboundPort>;
   readonly mtls: WorkloadMtls;
   readonly authz: WorkloadAuthz;
+  /** JWT providers (RequestAuthentication): the jwt_authn filter goes first on HTTP chains (docs/adr/0100). */
+  readonly jwt: WorkloadJwt;
   readonly mesh: MeshSettings;
   readonly hcm: Omit<HcmOptions, 'statPrefix' | 'routeConfig' | 'leadingFilters'>;
 }
@@ -70,7 +74,8 @@ export function buildInboundListener(input: InboundInput): Listener {
     const cluster = inboundClusterName(p.port);
     let filters: FilterShape[];
     if (isHttpProtocol(p.protocol)) {
-      const leading = httpAuthzFilters({ policies: authz.policies, ctx: { ...rbacCtx, protocol: 'http' }, statPrefix: cluster }) as ReadonlyArray<Shape<HttpFilter>>;
+      const jwt = jwtAuthnFilter(input.jwt.providers);
+      const leading = [...(jwt ? [jwt] : []), ...httpAuthzFilters({ policies: authz.policies, ctx: { ...rbacCtx, protocol: 'http' }, statPrefix: cluster })] as ReadonlyArray<Shape<HttpFilter>>;
       filters = [
         hcmFilter({
           ...input.hcm,
