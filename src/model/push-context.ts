@@ -146,7 +146,15 @@ export class PushContext {
     this.autoAddresses = input.autoAddresses ?? new Map();
     this.gatewayList = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
     this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
-    this.policies = new PolicyIndex({ configs: input.configs, mesh: this.mesh });
+    this.policies = new PolicyIndex({
+      configs: input.configs,
+      mesh: this.mesh,
+      serviceExists: (service, port) => {
+        const slash = service.indexOf('/');
+        const ns = slash < 0 ? undefined : service.slice(0, slash);
+        return (this.servicesByHost.get(service.slice(slash + 1)) ?? []).some((s) => (ns === undefined || s.namespace === ns) && s.ports.some((p) => p.port === port));
+      },
+    });
     this.jwksView = input.jwks ?? EMPTY_JWKS_VIEW;
     this.changes = input.previous ? changesBetween(input.previous, this) : ChangeSet.ALL;
     this.derived = new DerivedMemo(input.previous ? { memo: input.previous.derived, changes: this.changes } : undefined);

@@ -57,12 +57,21 @@ export function malformedRequestPrincipals(rule: Rule): string[] {
   return out;
 }
 
-export function policyDiagnostics(policies: ReadonlyArray<AuthzPolicy>, requestAuthn: Iterable<ConfigObject<Targeted>>, mesh?: MeshSettings): PolicyDiagnostic[] {
+/** Whether a service `[<namespace>/]<hostname>` with that port exists in the snapshot. */
+export type ServiceExists = (service: string, port: number) => boolean;
+
+export function policyDiagnostics(policies: ReadonlyArray<AuthzPolicy>, requestAuthn: Iterable<ConfigObject<Targeted>>, mesh?: MeshSettings, serviceExists?: ServiceExists): PolicyDiagnostic[] {
   const out: PolicyDiagnostic[] = [];
-  const providers = new Set((mesh?.extensionProviders ?? []).map((p) => p.name));
+  const providers = new Map((mesh?.extensionProviders ?? []).map((p) => [p.name, p]));
   for (const p of policies) {
     const say = (message: string): void => void out.push({ kind: 'AuthorizationPolicy', namespace: p.namespace, name: p.name, message });
-    if (p.action === 'CUSTOM' && (p.provider === undefined || !providers.has(p.provider))) say(customProviderMissing(p.provider));
+    const provider = p.action === 'CUSTOM' && p.provider !== undefined ? providers.get(p.provider) : undefined;
+    if (p.action === 'CUSTOM' && !provider) say(customProviderMissing(p.provider));
+    const spec = provider?.envoyExtAuthzHttp ?? provider?.envoyExtAuthzGrpc;
+    if (spec && serviceExists && !serviceExists(spec.service, spec.port)) {
+      say(`provider "${provider!.name}": service ${spec.service} port ${spec.port} is not in the mesh: requests its rules match are denied (fail closed) on the workloads it selects`);
+    }
+    if (provider?.envoyExtAuthzHttp) say(`provider "${provider.name}" is an HTTP authorizer, which cannot check TCP connections: on TCP ports the policy does not apply`);
     for (const m of waypointTargets(p.source.spec)) say(m);
     p.rules.forEach((rule, i) => {
       const unknown = unknownConditionKeys(rule);

@@ -12,7 +12,7 @@ import type { AuthzAction, AuthzPolicy } from './types.js';
 import { Dep, recordDep } from '../derived.js';
 import type { MeshSettings } from '../mesh-settings.js';
 import { labelsMatch } from '../service.js';
-import { credentialDiagnostics, policyDiagnostics, type PolicyDiagnostic } from './diagnostics.js';
+import { credentialDiagnostics, policyDiagnostics, type PolicyDiagnostic, type ServiceExists } from './diagnostics.js';
 
 export type MtlsMode = 'STRICT' | 'PERMISSIVE' | 'DISABLE';
 
@@ -78,6 +78,8 @@ interface PeerAuthnEntry {
 export interface PolicyIndexInput {
   readonly configs: ConfigStore;
   readonly mesh: MeshSettings;
+  /** Whether a CUSTOM provider's service exists (diagnostics only). */
+  readonly serviceExists?: ServiceExists;
 }
 
 const byAge = (a: ConfigObject, b: ConfigObject): number =>
@@ -152,7 +154,7 @@ export class PolicyIndex {
     this.jwksUris = uris;
     this.sources = [pas, aps, ras];
     this.diagnostics = [
-      ...policyDiagnostics([...this.authz.values()].flat(), ras, input.mesh),
+      ...policyDiagnostics([...this.authz.values()].flat(), ras, input.mesh, input.serviceExists),
       ...credentialDiagnostics(input.configs.list('DestinationRule'), input.configs.list('Gateway')),
     ];
   }

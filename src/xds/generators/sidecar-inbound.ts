@@ -23,6 +23,7 @@ import { httpAuthzFilters, networkAuthzFilters, type FilterShape } from '../envo
 import { jwtAuthnFilter } from '../envoy/security/jwt.js';
 import { MESH_ALPN, acceptedTrustDomains, meshServerTls } from '../envoy/security/tls.js';
 import type { WorkloadJwt } from './request-authn.js';
+import type { WorkloadExtAuthz } from './ext-authz.js';
 
 /** A port of the proxy's own workload, from the endpoints that carry the proxy's IP. */
 export interface InboundPort {
@@ -36,6 +37,8 @@ export interface InboundInput {
   readonly authz: WorkloadAuthz;
   /** JWT providers (RequestAuthentication): the jwt_authn filter goes first on HTTP chains (docs/adr/0100). */
   readonly jwt: WorkloadJwt;
+  /** CUSTOM providers resolved for this proxy (docs/adr/0101). */
+  readonly extAuthz: WorkloadExtAuthz;
   readonly mesh: MeshSettings;
   readonly hcm: Omit<HcmOptions, 'statPrefix' | 'routeConfig' | 'leadingFilters'>;
 }
@@ -75,7 +78,7 @@ export function buildInboundListener(input: InboundInput): Listener {
     let filters: FilterShape[];
     if (isHttpProtocol(p.protocol)) {
       const jwt = jwtAuthnFilter(input.jwt.providers);
-      const leading = [...(jwt ? [jwt] : []), ...httpAuthzFilters({ policies: authz.policies, ctx: { ...rbacCtx, protocol: 'http' }, statPrefix: cluster })] as ReadonlyArray<Shape<HttpFilter>>;
+      const leading = [...(jwt ? [jwt] : []), ...httpAuthzFilters({ policies: authz.policies, extAuthz: input.extAuthz.targets, ctx: { ...rbacCtx, protocol: 'http' }, statPrefix: cluster })] as ReadonlyArray<Shape<HttpFilter>>;
       filters = [
         hcmFilter({
           ...input.hcm,
@@ -88,12 +91,12 @@ export function buildInboundListener(input: InboundInput): Listener {
         }),
       ];
     } else {
-      filters = [...networkAuthzFilters({ policies: authz.policies, ctx: rbacCtx, statPrefix: cluster }), tcpProxyFilter(cluster, cluster)];
+      filters = [...networkAuthzFilters({ policies: authz.policies, extAuthz: input.extAuthz.targets, ctx: rbacCtx, statPrefix: cluster }), tcpProxyFilter(cluster, cluster)];
     }
     chains.push(...chainsFor(cluster, p.port, mtlsModeForPort(mtls, p.port), filters, tls));
   }
   // undeclared ports: pass through under the workload-level mode
-  const passthrough = [...networkAuthzFilters({ policies: authz.policies, ctx: rbacCtx, statPrefix: INBOUND_PASSTHROUGH_CLUSTER }), tcpProxyFilter(INBOUND_PASSTHROUGH_CLUSTER, INBOUND_PASSTHROUGH_CLUSTER)];
+  const passthrough = [...networkAuthzFilters({ policies: authz.policies, extAuthz: input.extAuthz.targets, ctx: rbacCtx, statPrefix: INBOUND_PASSTHROUGH_CLUSTER }), tcpProxyFilter(INBOUND_PASSTHROUGH_CLUSTER, INBOUND_PASSTHROUGH_CLUSTER)];
   const catchAll = chainsFor('virtualInbound-catchall', undefined, mtls.mode, passthrough, tls);
   const defaultChain = catchAll.pop()!;
   chains.push(...catchAll);
