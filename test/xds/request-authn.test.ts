@@ -3,7 +3,7 @@
  * AuthorizationPolicy request principals and `request.auth.*` on its verified payload. Every
  * resource here is decoded with the Envoy protos.
  */
-import { modelFromYaml, sidecar, TypeUrl } from '../support/model.js';
+import { modelFromYaml, router, sidecar, TypeUrl } from '../support/model.js';
 import { hcmOf } from '../support/decode.js';
 import { integrityProblems } from './integrity.js';
 import { JwtAuthentication, type JwtProvider } from '../../src/gen/envoy/extensions/filters/http/jwt_authn/v3/config.js';
@@ -190,6 +190,35 @@ spec:
       expect(jwtOf(inbound(s))).toBeUndefined();
     } finally {
       s.stop();
+    }
+  });
+});
+
+describe('RequestAuthentication on gateways', () => {
+  it('puts jwt_authn first on the HTTP chains of the gateway it selects, and on no other gateway', () => {
+    const m = modelFromYaml(
+      [
+        `
+apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: { name: mesh-in, namespace: mesh-system }
+spec:
+  selector: { app: mesh-ingressgateway }
+  servers: [{ port: { number: 8080, name: http, protocol: HTTP }, hosts: ["*/echo.example.com"] }]
+`,
+        ra('mesh-system', 'gw', `  selector: { matchLabels: { app: mesh-ingressgateway, tier: edge } }\n  jwtRules: [{ issuer: gw-issuer, jwks: '${KEYS}' }]`),
+      ].join('---'),
+    );
+    try {
+      const gwListener = (p: Proxy): Listener | undefined => m.generate(p, TypeUrl.Listener).find((l) => l.name === '0.0.0.0_8080');
+      const [hcm] = hcmOf(gwListener(router('mesh-system', { app: 'mesh-ingressgateway', tier: 'edge' }))!);
+      expect(hcm.httpFilters.map((f) => f.name)).toEqual(['envoy.filters.http.jwt_authn', 'envoy.filters.http.cors', 'envoy.filters.http.fault', 'envoy.filters.http.router']);
+      expect(Object.values(JwtAuthentication.decode(hcm.httpFilters[0].typedConfig!.value).providers).map((p) => p.issuer)).toEqual(['gw-issuer']);
+      // a replica set of the same Gateway without the RequestAuthentication's labels
+      const [plain] = hcmOf(gwListener(router('mesh-system', { app: 'mesh-ingressgateway' }))!);
+      expect(plain.httpFilters.map((f) => f.name)).toEqual(['envoy.filters.http.cors', 'envoy.filters.http.fault', 'envoy.filters.http.router']);
+    } finally {
+      m.stop();
     }
   });
 });

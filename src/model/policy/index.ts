@@ -12,6 +12,7 @@ import type { AuthzAction, AuthzPolicy } from './types.js';
 import { Dep, recordDep } from '../derived.js';
 import type { MeshSettings } from '../mesh-settings.js';
 import { labelsMatch } from '../service.js';
+import { jwksProblem } from './jwks.js';
 import { credentialDiagnostics, policyDiagnostics, type PolicyDiagnostic, type ServiceExists } from './diagnostics.js';
 
 export type MtlsMode = 'STRICT' | 'PERMISSIVE' | 'DISABLE';
@@ -57,6 +58,8 @@ export interface JwtRuleRef {
   /** Index in the RequestAuthentication's `jwtRules`. */
   readonly index: number;
   readonly rule: JWTRule;
+  /** The rule's inline `jwks` when it is a usable key set (checked once per snapshot); undefined otherwise. */
+  readonly usableJwks?: string;
 }
 
 /** The JWT rules that apply to a workload (root namespace, then its namespace; by name). */
@@ -68,6 +71,7 @@ export interface WorkloadAuthn {
 interface RequestAuthnEntry {
   readonly namespace: string;
   readonly source: ConfigObject<RequestAuthentication>;
+  readonly rules: ReadonlyArray<JwtRuleRef>;
 }
 
 interface PeerAuthnEntry {
@@ -147,7 +151,11 @@ export class PolicyIndex {
     const uris = new Set<string>();
     for (const ra of ras) {
       const list = this.authn.get(ra.meta.namespace) ?? [];
-      list.push({ namespace: ra.meta.namespace, source: ra });
+      const rules = (ra.spec.jwtRules ?? []).map((rule, index): JwtRuleRef => {
+        const usable = rule.jwks !== undefined && jwksProblem(rule.jwks) === undefined;
+        return { namespace: ra.meta.namespace, name: ra.meta.name, index, rule, ...(usable ? { usableJwks: rule.jwks } : {}) };
+      });
+      list.push({ namespace: ra.meta.namespace, source: ra, rules });
       this.authn.set(ra.meta.namespace, list);
       for (const r of ra.spec.jwtRules ?? []) if (r.jwks === undefined && r.jwksUri) uris.add(r.jwksUri);
     }
@@ -210,7 +218,7 @@ export class PolicyIndex {
     if (this.authn.size === 0) return EMPTY_AUTHN;
     return this.memoize(`ra|${w.namespace}|${labelsKey(w.labels)}`, () => {
       const applicable = this.applicable(this.authn, w, (p) => p.source.spec);
-      const rules = applicable.flatMap((ra) => (ra.source.spec.jwtRules ?? []).map((rule, index) => ({ namespace: ra.namespace, name: ra.source.meta.name, index, rule })));
+      const rules = applicable.flatMap((ra) => ra.rules);
       return { rules, key: applicable.map((p) => objectId(p.source)).join(',') };
     });
   }

@@ -18,6 +18,8 @@ import type { PushContext } from '../../model/push-context.js';
 import { objectId } from '../../util/identity.js';
 import type { EncodedResource } from '../cache.js';
 import { buildBlackholeCluster } from '../envoy/clusters.js';
+import { jwtAuthnFilter } from '../envoy/security/jwt.js';
+import { workloadJwt } from './request-authn.js';
 import { buildListener, hcmFilter, tcpProxyFilter, tlsInspectorListenerFilter, type FilterChainShape } from '../envoy/listeners.js';
 import { BLACKHOLE_CLUSTER, Filters } from '../envoy/names.js';
 import { encode, msg, pack, type Shape } from '../envoy/pack.js';
@@ -90,11 +92,15 @@ function downstreamTls(s: GatewayServer, mesh: MeshSettings): ReturnType<typeof 
   });
 }
 
-function listeners({ proxy, push, cache }: GenerateInput): EncodedResource[] {
+function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedResource[] {
   const out: EncodedResource[] = [];
+  // RequestAuthentications that select the gateway: jwt_authn first on its HTTP chains (docs/adr/0100)
+  const jwt = workloadJwt(proxy, push, settings);
+  const jwtFilter = jwtAuthnFilter(jwt.providers);
+  const leadingFilters = jwtFilter ? [jwtFilter] : [];
   for (const [port, servers] of [...serversByPort(proxy, push)].sort(([a], [b]) => a - b)) {
     const name = `0.0.0.0_${port}`;
-    const key = `gl|${name}|${servers.map((s) => objectId(s.gateway)).join(',')}|p${push.version}`;
+    const key = `gl|${name}|${servers.map((s) => objectId(s.gateway)).join(',')}|p${push.version}|${jwt.key}`;
     out.push(
       cache.getOrBuild('lds', key, () => {
         const chains: FilterChainShape[] = [];
@@ -106,7 +112,7 @@ function listeners({ proxy, push, cache }: GenerateInput): EncodedResource[] {
           if (isHttpServer(b.server) && !terminatesTls(b.server)) {
             if (plainHttp) continue; // all plain HTTP servers on a port share one chain and route table
             plainHttp = true;
-            chains.push({ filters: [hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false })] });
+            chains.push({ filters: [hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false, leadingFilters })] });
           } else if (terminatesTls(b.server)) {
             needsInspector = true;
             sni.forEach((h) => seenSni.add(h));
@@ -115,7 +121,7 @@ function listeners({ proxy, push, cache }: GenerateInput): EncodedResource[] {
               transportSocket: { name: Filters.tls, typedConfig: downstreamTls(b.server, push.mesh) },
               filters: [
                 isHttpServer(b.server)
-                  ? hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false })
+                  ? hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false, leadingFilters })
                   : tcpProxyFilter(name, tcpDestination(b, port, proxy, push)),
               ],
             });

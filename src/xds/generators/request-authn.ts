@@ -14,8 +14,8 @@
  */
 import type { Proxy } from '../../model/proxy.js';
 import type { PushContext } from '../../model/push-context.js';
-import { NO_AUTHN, type WorkloadAuthn } from '../../model/policy/index.js';
-import { UNVERIFIABLE_JWKS, jwksProblem } from '../../model/policy/jwks.js';
+import { NO_AUTHN, type JwtRuleRef, type WorkloadAuthn } from '../../model/policy/index.js';
+import { UNVERIFIABLE_JWKS } from '../../model/policy/jwks.js';
 import { outboundClusterName } from '../envoy/names.js';
 import type { JwtProviderInput, ProviderKeys } from '../envoy/security/jwt.js';
 import type { GeneratorSettings } from './types.js';
@@ -33,14 +33,16 @@ export function workloadJwt(proxy: Proxy, push: PushContext, settings: Generator
   if (authn.rules.length === 0) return NONE;
   const versions: string[] = [];
   const providers = authn.rules.map((ref): JwtProviderInput => {
-    const keys = keysOf(ref.rule.jwks, ref.rule.jwksUri, proxy, push, settings, versions);
+    const keys = keysOf(ref, proxy, push, settings, versions);
     return { name: `${ref.namespace}/${ref.name}/${ref.index}`, rule: ref.rule, keys };
   });
   return { providers, key: `${authn.key}|${versions.join(',')}` };
 }
 
-function keysOf(jwks: string | undefined, uri: string | undefined, proxy: Proxy, push: PushContext, settings: GeneratorSettings, versions: string[]): ProviderKeys {
-  if (jwks !== undefined) return { kind: 'inline', jwks: jwksProblem(jwks) ? UNVERIFIABLE_JWKS : jwks };
+function keysOf(ref: JwtRuleRef, proxy: Proxy, push: PushContext, settings: GeneratorSettings, versions: string[]): ProviderKeys {
+  // inline key sets were checked once when the snapshot indexed the policy
+  if (ref.rule.jwks !== undefined) return { kind: 'inline', jwks: ref.usableJwks ?? UNVERIFIABLE_JWKS };
+  const uri = ref.rule.jwksUri;
   if (!uri) return { kind: 'inline', jwks: UNVERIFIABLE_JWKS };
   if (settings.remoteJwks) {
     const target = push.jwksInMesh(uri);
