@@ -69,6 +69,10 @@ const envoyRoots = [
   // the sidecar agent (src/agent/): its SDS server and the Envoy bootstrap it writes
   'envoy/service/secret/v3/sds.proto',
   'envoy/config/bootstrap/v3/bootstrap.proto',
+  // request authentication and external authorization (docs/adr/0100, 0101)
+  'envoy/extensions/filters/http/jwt_authn/v3/config.proto',
+  'envoy/extensions/filters/http/ext_authz/v3/ext_authz.proto',
+  'envoy/extensions/filters/network/ext_authz/v3/ext_authz.proto',
 ];
 
 function listProtos(dir) {

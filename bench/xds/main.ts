@@ -52,6 +52,8 @@ interface Options {
   hotPercent: number;
   /** ServiceEntries carry a virtual IP each. */
   vips: boolean;
+  /** AuthorizationPolicies (and one RequestAuthentication per namespace) in the clients' namespaces. */
+  policies: number;
   initialTimeoutS: number;
   editTimeoutS: number;
   /** Matrix: a run's phases get at most what is left of this many seconds from its start. */
@@ -89,6 +91,7 @@ const USAGE = `usage: npm run bench:xds -- [options]
   --budget S              matrix: skip a run estimated to take longer than S seconds [300]
   --streams-per-channel K ADS streams per grpc-js channel (HTTP/2 connection) [100]
   --h2-window BYTES       HTTP/2 flow-control window of the client channels; 0 = Node's 64 KiB default [16777216]
+  --policies N            N AuthorizationPolicies selecting the clients (ALLOW/DENY by peer, request principal, claim) and one RequestAuthentication per namespace [0]
   --vips                  give every ServiceEntry a virtual IP (as ClusterIP services have); default: none
   --grpc-hot PCT          grpc: PCT% of the clients dial the edited service (more samples for the edit figures) [0]
   --timeout S             give up on the initial phase after S seconds [300]
@@ -115,6 +118,7 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
     windowBytes: 16 * 1024 * 1024,
     hotPercent: 0,
     vips: false,
+    policies: 0,
     initialTimeoutS: 300,
     editTimeoutS: 180,
     quietMs: 1500,
@@ -169,6 +173,12 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
         const v = Number(next());
         if (!Number.isInteger(v) || v < 0 || v > 100) throw new Error('--grpc-hot needs a percentage 0..100');
         o.hotPercent = v;
+        break;
+      }
+      case '--policies': {
+        const v = Number(next());
+        if (!Number.isInteger(v) || v < 0) throw new Error('--policies needs a count');
+        o.policies = v;
         break;
       }
       case '--vips':
@@ -382,7 +392,7 @@ async function runOnce(services: number, clients: number, opts: Options): Promis
   const configDir = join(runDir, 'config');
   const profDir = o.cpuProf ? join(runDir, 'prof') : undefined;
   if (profDir) await mkdir(profDir, { recursive: true });
-  const mesh = new MeshConfig(configDir, services, o.vips);
+  const mesh = new MeshConfig(configDir, services, o.vips, o.policies);
   await mesh.writeAll();
   const windows: Window[] = [];
   let daemon: Daemon | undefined;

@@ -21,7 +21,10 @@ import {
 export const OBJECTS_PER_FILE = 500;
 const API_VERSION = 'networking.mesh.io/v1';
 
-type Kind = 'service-entries' | 'destination-rules' | 'virtual-services';
+type Kind = 'service-entries' | 'destination-rules' | 'virtual-services' | 'policies';
+
+/** A key set for the RequestAuthentications (a public EC key; nothing is ever verified against it here). */
+const JWKS = '{"keys":[{"kty":"EC","crv":"P-256","x":"MezAum_tZTI8TbpDWrbopviqRjwWJ3uGM0Wlvbm68RQ","y":"RZJCdANcuGi24hg9HJeFjQ7iJQ0eJFYFHhlrKVQiBy8"}]}';
 
 function header(kind: string, i: number): string {
   return `apiVersion: ${API_VERSION}\nkind: ${kind}\nmetadata:\n  name: ${serviceName(i)}\n  namespace: ${serviceNamespace(i)}\n`;
@@ -39,7 +42,22 @@ export class MeshConfig {
     readonly dir: string,
     readonly services: number,
     readonly vips = false,
+    /** AuthorizationPolicies in the clients' namespaces (ns-<p % 10>, selecting app client-<p % 100>), plus one RequestAuthentication per namespace. */
+    readonly policies = 0,
   ) {}
+
+  /** Policy p: an AuthorizationPolicy; past `policies`, RequestAuthentication p - policies (one per namespace). */
+  private policy(p: number): string {
+    if (p >= this.policies) {
+      const ns = `ns-${p - this.policies}`;
+      return `apiVersion: security.mesh.io/v1\nkind: RequestAuthentication\nmetadata:\n  name: jwt\n  namespace: ${ns}\nspec:\n  jwtRules:\n    - issuer: https://issuer.${ns}.example\n      jwks: '${JWKS}'\n`;
+    }
+    const ns = `ns-${p % 10}`;
+    const head = `apiVersion: security.mesh.io/v1\nkind: AuthorizationPolicy\nmetadata:\n  name: policy-${p}\n  namespace: ${ns}\nspec:\n  selector:\n    matchLabels:\n      app: client-${p % 100}\n`;
+    return p % 2 === 0
+      ? `${head}  action: ALLOW\n  rules:\n    - from:\n        - source:\n            principals: [cluster.local/ns/${ns}/sa/client-${p}]\n            requestPrincipals: [https://issuer.${ns}.example/user-${p}]\n      to:\n        - operation:\n            methods: [GET]\n            paths: [/api/${p}/*]\n`
+      : `${head}  action: DENY\n  rules:\n    - when:\n        - key: request.auth.claims[groups]\n          values: [blocked-${p}]\n        - key: source.ip\n          values: [10.${p % 250}.0.0/16]\n`;
+  }
 
   private serviceEntry(i: number): string {
     const eps: string[] = [];
@@ -78,6 +96,10 @@ export class MeshConfig {
   /** Indices of the objects of one kind, in file order. */
   private indices(kind: Kind): number[] {
     const out: number[] = [];
+    if (kind === 'policies') {
+      for (let p = 0; p < (this.policies > 0 ? this.policies + 10 : 0); p++) out.push(p);
+      return out;
+    }
     for (let i = 0; i < this.services; i++) if (kind !== 'virtual-services' || hasVirtualService(i)) out.push(i);
     return out;
   }
@@ -88,7 +110,14 @@ export class MeshConfig {
 
   private render(kind: Kind, chunk: number): string {
     const all = this.indices(kind).slice(chunk * OBJECTS_PER_FILE, (chunk + 1) * OBJECTS_PER_FILE);
-    const one = kind === 'service-entries' ? (i: number) => this.serviceEntry(i) : kind === 'destination-rules' ? (i: number) => this.destinationRule(i) : (i: number) => this.virtualService(i);
+    const one =
+      kind === 'service-entries'
+        ? (i: number) => this.serviceEntry(i)
+        : kind === 'destination-rules'
+          ? (i: number) => this.destinationRule(i)
+          : kind === 'policies'
+            ? (i: number) => this.policy(i)
+            : (i: number) => this.virtualService(i);
     return all.map(one).join('---\n');
   }
 
@@ -100,7 +129,7 @@ export class MeshConfig {
   async writeAll(): Promise<string[]> {
     await mkdir(this.dir, { recursive: true });
     const names: string[] = [];
-    for (const kind of ['service-entries', 'destination-rules', 'virtual-services'] as const) {
+    for (const kind of ['service-entries', 'destination-rules', 'virtual-services', 'policies'] as const) {
       const n = Math.ceil(this.indices(kind).length / OBJECTS_PER_FILE);
       for (let c = 0; c < n; c++) {
         const name = this.fileName(kind, c);

@@ -33,6 +33,8 @@ export interface DaemonConfig {
   readonly xdsCache: { readonly enabled: boolean; readonly size: number; readonly cds: boolean; readonly stats: boolean };
   readonly features: FeatureFlags;
   readonly generator: GeneratorSettings;
+  /** The JWKS resolver (docs/adr/0100): DISC_JWT_PUB_KEY_REFRESH_INTERVAL. */
+  readonly jwks: { readonly refreshMs: number };
   readonly ads: Omit<AdsOptions, 'controlPlaneId'>;
   readonly podName: string;
   /** Workload identity: CA, certificate service, secured port, xDS authentication (src/security/settings.ts). */

@@ -12,6 +12,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { createDaemonMetrics } from './daemon-metrics.js';
 import { MeshModel } from '../model/mesh-model.js';
 import { credentialAccess } from '../security/credential-access.js';
+import { JwksResolver } from '../security/jwks-resolver.js';
 import type { ServiceRegistry } from '../model/registry.js';
 import { AggregateRegistry } from '../registry/aggregate.js';
 import { MockRegistry } from '../registry/mock.js';
@@ -154,12 +155,19 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   // Gateway credentials: the Secrets connected gateways name, served over SDS (docs/adr/0105)
   const credentials = cluster ? new (await import('../registry/kube/credentials.js')).KubeCredentialSource({ client: cluster.client, log: logs.source, errors: metrics.sdsCertificateErrors }) : undefined;
 
-  // Model and xDS
+  // Model and xDS; the JWKS resolver fetches the key sets of jwksUris for the model (docs/adr/0100)
+  const jwks = cfg.generator.authn
+    ? new JwksResolver({
+        refreshMs: cfg.jwks.refreshMs,
+        counters: { success: () => metrics.jwksFetchSuccess.inc(), fail: () => metrics.jwksFetchFail.inc() },
+        log: getLogger('model'),
+      })
+    : undefined;
   const model = new MeshModel(
     store,
     registry,
     mesh,
-    { debounceAfterMs: cfg.debounceAfterMs, debounceMaxMs: cfg.debounceMaxMs, edsDebounce: cfg.edsDebounce, features: cfg.features, credentials },
+    { debounceAfterMs: cfg.debounceAfterMs, debounceMaxMs: cfg.debounceMaxMs, edsDebounce: cfg.edsDebounce, features: cfg.features, credentials, jwks, remoteJwks: cfg.generator.remoteJwks },
     metrics,
     logs.model,
   );
@@ -226,6 +234,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       : undefined;
   } catch (err) {
     model.stop();
+    jwks?.stop();
     await cluster?.stop();
     await meshSources.stop();
     identity.stop();
@@ -316,6 +325,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       logs.main.info({ within: `${cfg.shutdownMs}ms` }, 'shutting down');
       await controllers?.stop();
       model.stop();
+      jwks?.stop();
       fileSource?.stop();
       await remotes?.stop();
       await gatewayApi?.stop();

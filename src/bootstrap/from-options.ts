@@ -29,15 +29,17 @@ function securityFrom(o: DiscoveryOptions, env: DaemonEnv): { settings: Security
 /** What `--plugins` may name; each turns one part of the security translation on (docs/adr/0082). */
 const PLUGINS = ['ext_authz', 'authn', 'authz'];
 
-function pluginsFrom(o: DiscoveryOptions): { authz: boolean } {
+function pluginsFrom(o: DiscoveryOptions): { authz: boolean; authn: boolean; extAuthz: boolean } {
   const unknown = o.plugins.filter((p) => !PLUGINS.includes(p));
   if (unknown.length > 0) throw new ConfigError([`--plugins: unknown plugin${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${PLUGINS.join(', ')})`]);
-  return { authz: o.plugins.includes('authz') };
+  return { authz: o.plugins.includes('authz'), authn: o.plugins.includes('authn'), extAuthz: o.plugins.includes('ext_authz') };
 }
 
 /** Resolves parsed flags and environment into what the running daemon uses. */
 export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonConfig {
   const security = securityFrom(o, env);
+  const plugins = pluginsFrom(o);
+  if (env.DISC_JWT_PUB_KEY_REFRESH_INTERVAL <= 0) throw new ConfigError([`DISC_JWT_PUB_KEY_REFRESH_INTERVAL: must be a positive duration`]);
   const serving = security.settings.servingCert;
   const webhookNotes: string[] = [];
   if (o.httpsAddr && serving.kind === 'none') webhookNotes.push(`the webhook port ${o.httpsAddr.host}:${o.httpsAddr.port} (--httpsAddr) is not opened: it needs a serving certificate, and ${serving.why}`);
@@ -86,8 +88,12 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
       httpDelayedCloseTimeoutMs: env.DISC_HTTP_DELAYED_CLOSE_TIMEOUT,
       gatewayStripHostPort: env.MESH_GATEWAY_STRIP_HOST_PORT,
       routeCollapse: env.DISC_ENABLE_ROUTE_COLLAPSE_OPTIMIZATION,
-      authz: pluginsFrom(o).authz,
+      authz: plugins.authz,
+      authn: plugins.authn,
+      extAuthz: plugins.extAuthz,
+      remoteJwks: env.DISC_JWT_ENABLE_REMOTE_JWKS,
     },
+    jwks: { refreshMs: env.DISC_JWT_PUB_KEY_REFRESH_INTERVAL },
     ads: {
       pushThrottle: env.DISC_PUSH_THROTTLE,
       sendTimeoutMs: env.DISC_XDS_SEND_TIMEOUT,

@@ -8,6 +8,7 @@ import { watchFile, unwatchFile } from 'node:fs';
 import type { Logger } from 'pino';
 import { MeshConfigSchema, type MeshConfig } from '../gen/config/schemas.js';
 import { durationMs } from '../util/config-duration.js';
+import { ConfigError } from '../util/config-error.js';
 import { parseYamlDocument } from '../config/yaml-document.js';
 import { clusterLocalHostsOf } from '../controllers/service-export/cluster-local.js';
 import { DEFAULT_MESH_SETTINGS, type MeshSettings } from '../model/mesh-settings.js';
@@ -33,11 +34,36 @@ export function meshSettingsFrom(mc: MeshConfig, base: { domain: string; cluster
       ? { defaultProviders: { tracing: mc.defaultProviders.tracing ?? [], metrics: mc.defaultProviders.metrics ?? [], accessLogging: mc.defaultProviders.accessLogging ?? [] } }
       : {}),
     ...(mc.defaultConfig ? { proxyDefaults: mc.defaultConfig } : {}),
+    ...(mc.extensionProviders?.length ? { extensionProviders: mc.extensionProviders } : {}),
   });
 }
 
 export function parseMeshConfig(text: string, origin: string): MeshConfig {
-  return parseYamlDocument(text, origin, MeshConfigSchema);
+  const mc = parseYamlDocument(text, origin, MeshConfigSchema);
+  const issues = extensionProviderIssues(mc);
+  if (issues.length > 0) throw new ConfigError(issues.map((i) => `${origin}: ${i}`));
+  return mc;
+}
+
+/** What the schema cannot say about `extensionProviders`: unique names, one kind each, a service and port. */
+function extensionProviderIssues(mc: MeshConfig): string[] {
+  const issues: string[] = [];
+  const seen = new Set<string>();
+  (mc.extensionProviders ?? []).forEach((p, i) => {
+    const at = `extensionProviders[${i}]`;
+    if (seen.has(p.name)) issues.push(`${at}.name: "${p.name}" is used by an earlier provider`);
+    seen.add(p.name);
+    const kind = p.envoyExtAuthzHttp ?? p.envoyExtAuthzGrpc;
+    if (!kind) {
+      issues.push(`${at}: set envoyExtAuthzHttp or envoyExtAuthzGrpc`);
+      return;
+    }
+    const field = p.envoyExtAuthzHttp ? 'envoyExtAuthzHttp' : 'envoyExtAuthzGrpc';
+    if (!kind.service) issues.push(`${at}.${field}.service: required`);
+    if (!kind.port || kind.port > 65535) issues.push(`${at}.${field}.port: must be 1-65535`);
+    if (kind.statusOnError !== undefined && !/^[1-5][0-9][0-9]$/.test(kind.statusOnError)) issues.push(`${at}.${field}.statusOnError: "${kind.statusOnError}" is not an HTTP status`);
+  });
+  return issues;
 }
 
 export class MeshConfigWatcher {

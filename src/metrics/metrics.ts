@@ -47,6 +47,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     cacheEvictions: new Counter({ name: 'xds_cache_evictions', help: 'xDS cache evictions.', labelNames: ['type'], registers: r }),
     cacheSize: new Gauge({ name: 'xds_cache_size', help: 'Current xDS cache size.', registers: r }),
     endpointNotReady: new Gauge({ name: 'disc_endpoint_not_ready', help: 'Endpoints found unready.', registers: r }),
+    jwksFetchSuccess: new Counter({ name: 'disc_jwks_resolver_network_fetch_success_total', help: 'Successful network fetches by the JWKS resolver.', registers: r }),
+    jwksFetchFail: new Counter({ name: 'disc_jwks_resolver_network_fetch_fail_total', help: 'Failed network fetches by the JWKS resolver.', registers: r }),
     controllerSyncErrors: new Counter({ name: 'controller_sync_errors_total', help: 'Errors syncing controllers.', labelNames: ['controller'], registers: r }),
     clusterRegistryEvents: new Counter({ name: 'disc_cluster_reg_events', help: 'Events from the cluster registry.', labelNames: ['type', 'event'], registers: r }),
     clusterEndpointsPendingPod: new Gauge({ name: 'disc_cluster_endpoints_pending_pod', help: 'Endpoints with no corresponding pod yet.', registers: r }),

@@ -48,6 +48,8 @@ export const Dep = {
   policies: 'policy' as DepKey,
   /** One Kubernetes Secret named by a `credentialName` (`namespace/name`, docs/adr/0105). */
   credential: (key: string): DepKey => `secret:${key}`,
+  /** The public key set fetched from one `jwksUri` (docs/adr/0100). */
+  jwks: (uri: string): DepKey => `jwks:${uri}`,
   /** The snapshot's version string itself (values that embed it change with every snapshot). */
   version: 'version' as DepKey,
 } as const;

@@ -16,6 +16,7 @@ import type { RegistryEvent, ServiceRegistry } from './registry.js';
 import type { Endpoint } from './service.js';
 import { diagnosticText } from './policy/diagnostics.js';
 import type { CredentialSource } from './credentials.js';
+import type { JwksSource } from './policy/jwks.js';
 
 export interface MeshModelOptions {
   readonly debounceAfterMs: number;
@@ -24,6 +25,10 @@ export interface MeshModelOptions {
   readonly features: FeatureFlags;
   /** Gateway credentials (Kubernetes Secrets, docs/adr/0105); none without a cluster. */
   readonly credentials?: CredentialSource;
+  /** Where `jwksUri` key sets come from (src/security/jwks-resolver.ts); none: every jwksUri fails closed. */
+  readonly jwks?: JwksSource;
+  /** DISC_JWT_ENABLE_REMOTE_JWKS: key sets of in-mesh URIs are left to the proxy, not fetched here. */
+  readonly remoteJwks?: boolean;
 }
 
 /** Kinds whose changes are handled by a registry rather than a snapshot rebuild on their own. */
@@ -62,6 +67,8 @@ export class MeshModel {
     this.unsubscribers.push(
       this.store.onEvent((e) => this.onConfigEvent(e)),
       this.registry.onEvent((e) => this.onRegistryEvent(e)),
+      // a key set fetched or changed: listeners that inlined it are rebuilt (Dep.jwks)
+      ...(this.opts.jwks ? [this.opts.jwks.onChange(() => this.debouncer.push(pushRequest({ full: true, reason: 'jwks' })))] : []),
     );
     const credentials = this.opts.credentials;
     if (credentials) {
@@ -111,7 +118,9 @@ export class MeshModel {
     if (this.opts.features.autoAddresses === true) this.autoAddresses = allocateAddresses(services, this.autoAddresses);
     // the previous snapshot lends the new one every derived value its changes do not touch
     const previous = this.versionCounter > 1 ? this.push : undefined;
-    const push = PushContext.build({ version, configs: this.store, services, mesh: this.mesh, features: this.opts.features, autoAddresses: this.autoAddresses, previous, credentials: this.opts.credentials?.current() });
+    const jwks = this.opts.jwks;
+    const push = PushContext.build({ version, configs: this.store, services, mesh: this.mesh, features: this.opts.features, autoAddresses: this.autoAddresses, previous, credentials: this.opts.credentials?.current(), jwks: jwks?.view() });
+    if (jwks) jwks.want(new Set([...push.policies.jwksUris].filter((u) => !(this.opts.remoteJwks && push.jwksInMesh(u)))));
     this.metrics.services.set(push.services.length);
     this.logPolicyDiagnostics(push);
     const shadowed = this.registry.shadowedServices?.() ?? [];

@@ -1,4 +1,4 @@
-import type { ProxyDefaults } from '../gen/config/schemas.js';
+import type { MeshConfig_ExtensionProvider, ProxyDefaults } from '../gen/config/schemas.js';
 
 /** The mesh-wide settings the model uses, resolved from the mesh config file and flags. */
 export interface MeshSettings {
@@ -22,6 +22,8 @@ export interface MeshSettings {
   readonly proxyDefaults?: ProxyDefaults;
   /** Other trust domains whose identities count as this one's (`trustDomainAliases`); absent means none. */
   readonly trustDomainAliases?: ReadonlyArray<string>;
+  /** Extensions by name (`extensionProviders`): external authorizers of CUSTOM policies; absent means none. */
+  readonly extensionProviders?: ReadonlyArray<MeshConfig_ExtensionProvider>;
 }
 
 export const DEFAULT_MESH_SETTINGS: MeshSettings = Object.freeze({

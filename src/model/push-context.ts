@@ -5,6 +5,7 @@ import { hostMatches, hostSpecificity, resolveHost, visibleTo } from './host.js'
 import type { MeshSettings } from './mesh-settings.js';
 import type { Proxy } from './proxy.js';
 import { labelsMatch, type Service } from './service.js';
+import { EMPTY_JWKS_VIEW, type JwksEntry, type JwksView } from './policy/jwks.js';
 import { PolicyIndex } from './policy/index.js';
 import { CACERT_SUFFIX, CredentialSet, type CredentialLookup } from './credentials.js';
 
@@ -61,6 +62,8 @@ export interface PushContextInput {
   readonly previous?: PushContext;
   /** Gateway credentials (Kubernetes Secrets named by `credentialName`); none when absent. */
   readonly credentials?: CredentialSet;
+  /** Public key sets fetched for `jwksUri`s (model/policy/jwks.ts); none when absent. */
+  readonly jwks?: JwksView;
 }
 
 const byCreation = (a: ConfigObject, b: ConfigObject): number =>
@@ -110,6 +113,7 @@ export class PushContext {
   private readonly credentialSet: CredentialSet;
   /** `credentialName`s of DestinationRules (TLS origination at gateways), in creation order. */
   private readonly drCredentials: ReadonlyArray<string>;
+  private readonly jwksView: JwksView;
 
   private constructor(input: PushContextInput) {
     this.versionString = input.version;
@@ -148,7 +152,16 @@ export class PushContext {
     this.autoAddresses = input.autoAddresses ?? new Map();
     this.gatewayList = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
     this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
-    this.policies = new PolicyIndex({ configs: input.configs, mesh: this.mesh });
+    this.policies = new PolicyIndex({
+      configs: input.configs,
+      mesh: this.mesh,
+      serviceExists: (service, port) => {
+        const slash = service.indexOf('/');
+        const ns = slash < 0 ? undefined : service.slice(0, slash);
+        return (this.servicesByHost.get(service.slice(slash + 1)) ?? []).some((s) => (ns === undefined || s.namespace === ns) && s.ports.some((p) => p.port === port));
+      },
+    });
+    this.jwksView = input.jwks ?? EMPTY_JWKS_VIEW;
     this.credentialSet = input.credentials ?? CredentialSet.EMPTY;
     this.drCredentials = [
       ...new Set(
@@ -165,6 +178,12 @@ export class PushContext {
 
   static build(input: PushContextInput): PushContext {
     return new PushContext(input);
+  }
+
+  /** What the JWKS resolver holds for a `jwksUri`; undefined while its first fetch runs (docs/adr/0100). */
+  jwks(uri: string): JwksEntry | undefined {
+    recordDep(Dep.jwks(uri));
+    return this.jwksView.get(uri);
   }
 
   /** The snapshot's version; values that embed it depend on every snapshot. */
@@ -279,6 +298,24 @@ export class PushContext {
       }
     }
     return out;
+  }
+
+  /**
+   * The mesh service a `jwksUri` points at (its host is a service hostname with that port), or
+   * undefined: with DISC_JWT_ENABLE_REMOTE_JWKS the proxy fetches such key sets itself through the
+   * service's outbound cluster (docs/adr/0100).
+   */
+  jwksInMesh(uri: string): { readonly host: string; readonly port: number } | undefined {
+    let u: URL;
+    try {
+      u = new URL(uri);
+    } catch {
+      return undefined;
+    }
+    const port = u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+    const host = u.hostname;
+    const found = this.servicesForHost(host).some((s) => s.ports.some((p) => p.port === port));
+    return found ? { host, port } : undefined;
   }
 
   /** Services with this hostname (one per namespace that defines it). */
@@ -527,6 +564,9 @@ function changesBetween(prev: PushContext, next: PushContext): ChangeSet {
   }
   const keys = new Set<DepKey>([Dep.version]);
   prev.policies.sources.forEach((before, i) => forChanged(before, next.policies.sources[i] ?? [], () => keys.add(Dep.policies)));
+  if (p.jwksView !== n.jwksView) {
+    for (const uri of new Set([...p.jwksView.keys(), ...n.jwksView.keys()])) if (p.jwksView.get(uri) !== n.jwksView.get(uri)) keys.add(Dep.jwks(uri));
+  }
   const vsKeys = (ctx: Internals, src: ConfigObject<VirtualService>): void => {
     const r = ctx.resolvedBySource.get(src);
     if (!r) {
@@ -609,6 +649,7 @@ interface Internals {
   readonly destinationRulesSelectWorkloads: boolean;
   readonly autoAddresses: ReadonlyMap<string, string>;
   readonly credentialSet: CredentialSet;
+  readonly jwksView: JwksView;
 }
 
 function sameLookup(a: CredentialLookup, b: CredentialLookup): boolean {

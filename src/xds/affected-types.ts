@@ -14,6 +14,15 @@ const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
   AuthorizationPolicy: [TypeUrl.Listener],
   // gateway credentials (docs/adr/0105): the SDS resource, and the listener chain that needs it
   Secret: [TypeUrl.Listener, TypeUrl.Secret],
+  // request authentication (docs/adr/0100): the jwt_authn filter of inbound listeners
+  RequestAuthentication: [TypeUrl.Listener],
+};
+
+/** Reasons other than config kinds whose pushes reach some types only: a fetched key set changes jwt_authn filters. */
+const TYPES_BY_REASON: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
+  jwks: [TypeUrl.Listener],
+  // a credential Secret changed (docs/adr/0105): its SDS resource and the chain that needs it
+  secret: [TypeUrl.Listener, TypeUrl.Secret],
 };
 
 /**
@@ -22,9 +31,12 @@ const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
  */
 export function affectedTypes(req: PushRequest): ReadonlySet<XdsTypeUrl> {
   if (!req.full) return new Set([TypeUrl.Endpoint]);
-  const onlyConfig = req.configKinds.size > 0 && [...req.reasons.keys()].every((r) => r === 'config' || r === 'secret');
-  if (!onlyConfig) return ALL_TYPES;
+  const reasons = [...req.reasons.keys()];
   const out = new Set<XdsTypeUrl>();
+  for (const r of reasons) for (const t of TYPES_BY_REASON[r] ?? []) out.add(t);
+  if (reasons.every((r) => r in TYPES_BY_REASON)) return out;
+  const onlyConfig = req.configKinds.size > 0 && reasons.every((r) => r === 'config' || r in TYPES_BY_REASON);
+  if (!onlyConfig) return ALL_TYPES;
   for (const kind of req.configKinds) {
     const types = TYPES_BY_KIND[kind];
     if (!types) return ALL_TYPES;

@@ -17,7 +17,8 @@ import { MockRegistry } from '../../src/registry/mock.js';
 import { ServiceEntryRegistry } from '../../src/registry/service-entry.js';
 import { generatorsFor } from '../../src/bootstrap/generators.js';
 import { ResourceCache, type EncodedResource } from '../../src/xds/cache.js';
-import { DEFAULT_GENERATOR_SETTINGS } from '../../src/xds/generators/types.js';
+import { DEFAULT_GENERATOR_SETTINGS, type GeneratorSettings } from '../../src/xds/generators/types.js';
+import type { JwksSource } from '../../src/model/policy/jwks.js';
 import { TypeUrl, type XdsTypeUrl } from '../../src/xds/types.js';
 import { decodeResource, type DecodedResources } from './decode.js';
 
@@ -35,7 +36,7 @@ export interface TestModel {
 
 export function modelFromYaml(
   yaml: string,
-  opts: { mock?: boolean; mesh?: Partial<MeshSettings>; features?: Partial<FeatureFlags>; credentials?: CredentialSource } = {},
+  opts: { mock?: boolean; mesh?: Partial<MeshSettings>; features?: Partial<FeatureFlags>; credentials?: CredentialSource; jwks?: JwksSource; settings?: Partial<GeneratorSettings>; remoteJwks?: boolean } = {},
 ): TestModel {
   const store = new MemoryConfigStore();
   const load = (origin: string, text: string): void => {
@@ -53,9 +54,10 @@ export function modelFromYaml(
   const registry = new AggregateRegistry(registries);
   void registry.start();
   const log = pino({ level: 'silent' });
-  const model = new MeshModel(store, registry, mesh, { debounceAfterMs: 0, debounceMaxMs: 0, edsDebounce: true, features: { ...DEFAULT_FEATURES, ...opts.features }, credentials: opts.credentials }, createMetrics({ defaultMetrics: false }), log);
+  const model = new MeshModel(store, registry, mesh, { debounceAfterMs: 0, debounceMaxMs: 0, edsDebounce: true, features: { ...DEFAULT_FEATURES, ...opts.features }, credentials: opts.credentials, jwks: opts.jwks, remoteJwks: opts.remoteJwks }, createMetrics({ defaultMetrics: false }), log);
   model.start();
   const cache = new ResourceCache(10_000, true);
+  const settings: GeneratorSettings = opts.settings ? { ...DEFAULT_GENERATOR_SETTINGS, ...opts.settings } : DEFAULT_GENERATOR_SETTINGS;
   // as the ADS server does, proxies asking for the same names share one set
   const nameSets = new WeakMap<ReadonlyArray<string>, ReadonlySet<string>>();
   const generateRaw = (proxy: Proxy, type: XdsTypeUrl, names?: ReadonlyArray<string>): ReadonlyArray<EncodedResource> => {
@@ -65,14 +67,14 @@ export function modelFromYaml(
       set = new Set(names);
       nameSets.set(names, set);
     }
-    return generatorsFor(proxy)[type]({ proxy, push, endpoints, names: set, cache, settings: DEFAULT_GENERATOR_SETTINGS });
+    return generatorsFor(proxy)[type]({ proxy, push, endpoints, names: set, cache, settings });
   };
   return {
     model,
     store,
     generate(proxy, type, names) {
       const { push, endpoints } = model.current();
-      const res = generatorsFor(proxy)[type]({ proxy, push, endpoints, names: names ? new Set(names) : undefined, cache, settings: DEFAULT_GENERATOR_SETTINGS });
+      const res = generatorsFor(proxy)[type]({ proxy, push, endpoints, names: names ? new Set(names) : undefined, cache, settings });
       return res.map((r) => decodeResource(type, r.any)) as never;
     },
     generateRaw,

@@ -3,7 +3,24 @@ import type { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
 import type { ClusterLoadAssignment } from '../../src/gen/envoy/config/endpoint/v3/endpoint.js';
 import type { Listener } from '../../src/gen/envoy/config/listener/v3/listener.js';
 import type { RouteConfiguration } from '../../src/gen/envoy/config/route/v3/route.js';
+import { JwtAuthentication } from '../../src/gen/envoy/extensions/filters/http/jwt_authn/v3/config.js';
+import { ExtAuthz } from '../../src/gen/envoy/extensions/filters/http/ext_authz/v3/ext_authz.js';
 import { hcmOf, tcpProxiesOf } from '../support/decode.js';
+
+/** Clusters an HTTP filter's typed config names (jwt_authn remote key sets, ext_authz services). */
+function filterClusters(any: { typeUrl: string; value: Buffer | Uint8Array } | undefined): string[] {
+  if (!any) return [];
+  if (any.typeUrl.endsWith('.JwtAuthentication')) {
+    return Object.values(JwtAuthentication.decode(any.value).providers)
+      .map((p) => p.remoteJwks?.httpUri?.cluster)
+      .filter((c): c is string => !!c);
+  }
+  if (any.typeUrl.endsWith('http.ext_authz.v3.ExtAuthz')) {
+    const e = ExtAuthz.decode(any.value);
+    return [e.httpService?.serverUri?.cluster, e.grpcService?.envoyGrpc?.clusterName].filter((c): c is string => !!c);
+  }
+  return [];
+}
 
 export function integrityProblems(c: { clusters: Cluster[]; endpoints: ClusterLoadAssignment[]; listeners: Listener[]; routes: RouteConfiguration[] }): string[] {
   const problems: string[] = [];
@@ -19,6 +36,10 @@ export function integrityProblems(c: { clusters: Cluster[]; endpoints: ClusterLo
     for (const h of hcmOf(l)) {
       if (h.rds && !routeNames.has(h.rds.routeConfigName)) problems.push(`listener ${l.name} uses missing RDS ${h.rds.routeConfigName}`);
       if (h.httpFilters.at(-1)?.name !== 'envoy.filters.http.router') problems.push(`listener ${l.name}: last HTTP filter is not the router`);
+      // clusters named inside filters' typed configs: remote key sets, external authorizers
+      for (const f of h.httpFilters) {
+        for (const name of filterClusters(f.typedConfig)) if (!clusterNames.has(name)) problems.push(`listener ${l.name}: ${f.name} names missing cluster ${name}`);
+      }
     }
     for (const t of tcpProxiesOf(l)) {
       for (const name of t.cluster ? [t.cluster] : (t.weightedClusters?.clusters.map((w) => w.name) ?? [])) {

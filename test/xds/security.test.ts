@@ -174,7 +174,7 @@ spec:
     }
     const [deny, allow] = httpRbacOf(l, 19080);
     expect(deny.config.rules?.action).toBe(RBAC_Action.DENY);
-    // CUSTOM is not translated yet: its rules deny (fail closed)
+    // CUSTOM naming a provider the mesh config does not declare: its rules deny (fail closed)
     expect(Object.keys(deny.config.rules!.policies).sort()).toEqual(['ns[default]-policy[custom]-rule[0]', 'ns[default]-policy[deny-admin]-rule[0]']);
     expect(JSON.stringify(deny.config.rules!.policies['ns[default]-policy[deny-admin]-rule[0]'].permissions)).toContain('"prefix":"/admin/"');
     // the dry-run policy is a shadow rule, never enforced
@@ -208,7 +208,7 @@ spec:
     const texts = m.model.current().push.policies.diagnostics.map((d) => `${d.name}: ${d.message}`);
     expect(texts).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^custom: action CUSTOM \(external authorization\) is not supported yet: requests its rules match are denied/),
+        expect.stringMatching(/^custom: provider "ext" is not among the mesh config's extensionProviders: requests its rules match are denied \(fail closed\)/),
         expect.stringMatching(/^allow-frontend: rule 0 uses HTTP-only attributes \(to\.methods\): on TCP ports the rule is dropped/),
         expect.stringMatching(/^deny-admin: rule 0 uses HTTP-only attributes \(to\.paths\): on TCP ports they are ignored/),
       ]),
@@ -304,7 +304,7 @@ describe('client TLS on outbound clusters', () => {
 });
 
 describe('what is not translated yet is said, not dropped', () => {
-  it('names RequestAuthentications, and credentialNames that only gateways are served, in the diagnostics the daemon logs', () => {
+  it('names credentialNames that only gateways are served in the diagnostics the daemon logs (RequestAuthentications are translated: no diagnostic)', () => {
     const m = modelFromYaml(
       [
         `
@@ -320,7 +320,6 @@ spec:
     try {
       const texts = m.model.current().push.policies.diagnostics.map((d) => `${d.kind} ${d.namespace}/${d.name}: ${d.message}`);
       expect(texts).toEqual([
-        expect.stringMatching(/^RequestAuthentication default\/jwt: RequestAuthentication is not supported yet: tokens are not verified/),
         expect.stringMatching(/^DestinationRule default\/ratings: tls.credentialName "client-cert" is served over SDS to gateways only/),
       ]);
     } finally {

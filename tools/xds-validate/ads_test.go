@@ -16,7 +16,10 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	jwtauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	netextauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/ext_authz/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -468,5 +471,23 @@ func TestFilterChainMatchExpansion(t *testing.T) {
 	checkFilterChainMatches(l, func(s string) { got = append(got, s) })
 	if len(got) != 1 || !strings.Contains(got[0], "filter_chains[0] and filter_chains[1] have overlapping") {
 		t.Fatalf("got %q", got)
+	}
+}
+
+func TestFilterClusters(t *testing.T) {
+	jwt := &jwtauthnv3.JwtAuthentication{Providers: map[string]*jwtauthnv3.JwtProvider{
+		"b": {Issuer: "b", JwksSourceSpecifier: &jwtauthnv3.JwtProvider_RemoteJwks{RemoteJwks: &jwtauthnv3.RemoteJwks{HttpUri: &corev3.HttpUri{Uri: "http://keys", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "outbound|80||keys"}}}}},
+		"a": {Issuer: "a", JwksSourceSpecifier: &jwtauthnv3.JwtProvider_LocalJwks{LocalJwks: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "{}"}}}},
+	}}
+	httpAuthz := &extauthzv3.ExtAuthz{Services: &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{ServerUri: &corev3.HttpUri{Uri: "http://authz", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "outbound|9000||authz"}}}}}
+	grpcAuthz := &netextauthzv3.ExtAuthz{GrpcService: &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: "outbound|9001||authz"}}}}
+	for _, c := range []struct {
+		msg  proto.Message
+		want string
+	}{{jwt, "outbound|80||keys"}, {httpAuthz, "outbound|9000||authz"}, {grpcAuthz, "outbound|9001||authz"}} {
+		got := filterClusters(c.msg)
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("filterClusters(%T) = %v, want [%s]", c.msg, got, c.want)
+		}
 	}
 }

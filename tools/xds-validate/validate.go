@@ -14,7 +14,10 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	jwtauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	netextauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/ext_authz/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -340,6 +343,23 @@ func checkConsistency(c *collection, timeout string) {
 					checkRouteConfig(rc, clusters, func(msg string) { add(f.where + ": route_config: " + msg) })
 				}
 				checkHTTPFilters(cfg, func(msg string) { add(f.where + ": " + msg) })
+				for i, hf := range cfg.GetHttpFilters() {
+					inner, err := unpackAny(hf.GetTypedConfig())
+					if err != nil {
+						continue
+					}
+					for _, cl := range filterClusters(inner) {
+						if _, ok := clusters[cl]; !ok {
+							add(fmt.Sprintf("%s: http_filters[%d] %s names cluster %q, which is not in CDS", f.where, i, hf.GetName(), cl))
+						}
+					}
+				}
+			case *netextauthzv3.ExtAuthz:
+				for _, cl := range filterClusters(cfg) {
+					if _, ok := clusters[cl]; !ok {
+						add(fmt.Sprintf("%s: ext_authz names cluster %q, which is not in CDS", f.where, cl))
+					}
+				}
 			case *tcpproxyv3.TcpProxy:
 				if cl := cfg.GetCluster(); cl != "" {
 					if _, ok := clusters[cl]; !ok {
@@ -364,6 +384,32 @@ func checkConsistency(c *collection, timeout string) {
 			c.addProblem(typeRoute, name, msg)
 		})
 	}
+}
+
+// filterClusters: the clusters a filter's typed config names (remote key sets of jwt_authn
+// providers, external authorization services).
+func filterClusters(m proto.Message) []string {
+	var out []string
+	switch cfg := m.(type) {
+	case *jwtauthnv3.JwtAuthentication:
+		for _, name := range sortedKeys(cfg.GetProviders()) {
+			if cl := cfg.GetProviders()[name].GetRemoteJwks().GetHttpUri().GetCluster(); cl != "" {
+				out = append(out, cl)
+			}
+		}
+	case *extauthzv3.ExtAuthz:
+		if cl := cfg.GetHttpService().GetServerUri().GetCluster(); cl != "" {
+			out = append(out, cl)
+		}
+		if cl := cfg.GetGrpcService().GetEnvoyGrpc().GetClusterName(); cl != "" {
+			out = append(out, cl)
+		}
+	case *netextauthzv3.ExtAuthz:
+		if cl := cfg.GetGrpcService().GetEnvoyGrpc().GetClusterName(); cl != "" {
+			out = append(out, cl)
+		}
+	}
+	return out
 }
 
 // checkHTTPFilters: the router must be the last HTTP filter and appear nowhere else.

@@ -5,7 +5,10 @@
  * targets that select nothing here. The generators apply the same rules silently.
  */
 import type { ConfigObject } from '../../config/types.js';
-import { unknownConditionKeys, unsupportedAttributes } from './attributes.js';
+import type { JWTRule, Rule } from '../../gen/config/schemas.js';
+import type { MeshSettings } from '../mesh-settings.js';
+import { parseConditionKey, unknownConditionKeys, unsupportedAttributes } from './attributes.js';
+import { jwksProblem } from './jwks.js';
 import type { AuthzPolicy } from './types.js';
 
 export interface PolicyDiagnostic {
@@ -16,13 +19,16 @@ export interface PolicyDiagnostic {
   readonly message: string;
 }
 
-/** What a CUSTOM policy does until external authorization is translated (docs/adr/0082). */
-export const CUSTOM_NOT_SUPPORTED = 'action CUSTOM (external authorization) is not supported yet: requests its rules match are denied';
-/** What a RequestAuthentication does until JWT verification is translated (docs/adr/0082). */
-export const REQUEST_AUTHN_NOT_SUPPORTED =
-  'RequestAuthentication is not supported yet: tokens are not verified, so requestPrincipals and request.auth.* in AuthorizationPolicies match no request';
+/** What a CUSTOM policy naming no known provider does (docs/adr/0101). */
+export function customProviderMissing(name: string | undefined): string {
+  return `provider "${name ?? ''}" is not among the mesh config's extensionProviders: requests its rules match are denied (fail closed) on the workloads it selects`;
+}
+
+/** A JWT rule whose key set cannot be had (docs/adr/0100). */
+export const JWT_RULE_FAILS_CLOSED = 'tokens of this issuer are rejected (fail closed); requests without a token still reach authorization';
 
 interface Targeted {
+  readonly jwtRules?: ReadonlyArray<JWTRule>;
   readonly targetRef?: { readonly group?: string; readonly kind?: string; readonly name?: string };
   readonly targetRefs?: ReadonlyArray<{ readonly group?: string; readonly kind?: string; readonly name?: string }>;
 }
@@ -34,15 +40,44 @@ function waypointTargets(spec: Targeted): string[] {
     .map((t) => `targetRef ${t.kind ?? ''}/${t.name ?? ''} binds the policy to waypoints, which this mesh does not run: it applies to no workload`);
 }
 
-export function policyDiagnostics(policies: ReadonlyArray<AuthzPolicy>, requestAuthn: Iterable<ConfigObject<Targeted>>): PolicyDiagnostic[] {
+/**
+ * Request principals (`<iss>/<sub>`) that can match no token: an exact value with no `/` between
+ * an issuer and a subject.
+ */
+export function malformedRequestPrincipals(rule: Rule): string[] {
+  const bad = (v: string): boolean => v !== '*' && !v.startsWith('*') && !v.endsWith('*') && !/.\/./.test(v);
+  const out: string[] = [];
+  for (const f of rule.from ?? []) {
+    for (const v of [...(f.source?.requestPrincipals ?? []), ...(f.source?.notRequestPrincipals ?? [])]) if (bad(v)) out.push(v);
+  }
+  for (const c of rule.when ?? []) {
+    if (parseConditionKey(c.key)?.attribute !== 'request.auth.principal') continue;
+    for (const v of [...(c.values ?? []), ...(c.notValues ?? [])]) if (bad(v)) out.push(v);
+  }
+  return out;
+}
+
+/** Whether a service `[<namespace>/]<hostname>` with that port exists in the snapshot. */
+export type ServiceExists = (service: string, port: number) => boolean;
+
+export function policyDiagnostics(policies: ReadonlyArray<AuthzPolicy>, requestAuthn: Iterable<ConfigObject<Targeted>>, mesh?: MeshSettings, serviceExists?: ServiceExists): PolicyDiagnostic[] {
   const out: PolicyDiagnostic[] = [];
+  const providers = new Map((mesh?.extensionProviders ?? []).map((p) => [p.name, p]));
   for (const p of policies) {
     const say = (message: string): void => void out.push({ kind: 'AuthorizationPolicy', namespace: p.namespace, name: p.name, message });
-    if (p.action === 'CUSTOM') say(CUSTOM_NOT_SUPPORTED);
+    const provider = p.action === 'CUSTOM' && p.provider !== undefined ? providers.get(p.provider) : undefined;
+    if (p.action === 'CUSTOM' && !provider) say(customProviderMissing(p.provider));
+    const spec = provider?.envoyExtAuthzHttp ?? provider?.envoyExtAuthzGrpc;
+    if (spec && serviceExists && !serviceExists(spec.service, spec.port)) {
+      say(`provider "${provider!.name}": service ${spec.service} port ${spec.port} is not in the mesh: requests its rules match are denied (fail closed) on the workloads it selects`);
+    }
+    if (provider?.envoyExtAuthzHttp) say(`provider "${provider.name}" is an HTTP authorizer, which cannot check TCP connections: on TCP ports the policy does not apply`);
     for (const m of waypointTargets(p.source.spec)) say(m);
     p.rules.forEach((rule, i) => {
       const unknown = unknownConditionKeys(rule);
       if (unknown.length > 0) say(`rule ${i}: condition key${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} name${unknown.length > 1 ? '' : 's'} no attribute: the rule is dropped`);
+      const malformed = malformedRequestPrincipals(rule);
+      if (malformed.length > 0) say(`rule ${i}: request principal${malformed.length > 1 ? 's' : ''} ${malformed.map((v) => JSON.stringify(v)).join(', ')} ${malformed.length > 1 ? 'are' : 'is'} not <issuer>/<subject>: ${malformed.length > 1 ? 'they match' : 'it matches'} no request`);
       const tcp = unsupportedAttributes(rule, 'tcp');
       if (tcp.length > 0) {
         say(
@@ -55,8 +90,15 @@ export function policyDiagnostics(policies: ReadonlyArray<AuthzPolicy>, requestA
   }
   for (const ra of requestAuthn) {
     const say = (message: string): void => void out.push({ kind: 'RequestAuthentication', namespace: ra.meta.namespace, name: ra.meta.name, message });
-    say(REQUEST_AUTHN_NOT_SUPPORTED);
     for (const m of waypointTargets(ra.spec)) say(m);
+    (ra.spec.jwtRules ?? []).forEach((r, i) => {
+      if (r.jwks !== undefined) {
+        const problem = jwksProblem(r.jwks);
+        if (problem) say(`jwtRules[${i}] (issuer ${r.issuer}): the inline jwks is not a usable key set (${problem}): ${JWT_RULE_FAILS_CLOSED}`);
+      } else if (!r.jwksUri) {
+        say(`jwtRules[${i}] (issuer ${r.issuer}) has neither jwks nor jwksUri, and OpenID discovery from the issuer is not supported: ${JWT_RULE_FAILS_CLOSED}`);
+      }
+    });
   }
   return out;
 }

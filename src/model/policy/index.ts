@@ -5,14 +5,15 @@
  * PushContext; per-workload answers are memoized by namespace and labels, and each carries a `key`
  * naming exactly the inputs it came from, for the generators' cache keys.
  */
-import type { AuthorizationPolicy, PeerAuthentication, RequestAuthentication } from '../../gen/config/schemas.js';
+import type { AuthorizationPolicy, JWTRule, PeerAuthentication, RequestAuthentication } from '../../gen/config/schemas.js';
 import type { ConfigObject, ConfigStore } from '../../config/types.js';
 import { objectId } from '../../util/identity.js';
 import type { AuthzAction, AuthzPolicy } from './types.js';
 import { Dep, recordDep } from '../derived.js';
 import type { MeshSettings } from '../mesh-settings.js';
 import { labelsMatch } from '../service.js';
-import { credentialDiagnostics, policyDiagnostics, type PolicyDiagnostic } from './diagnostics.js';
+import { jwksProblem } from './jwks.js';
+import { credentialDiagnostics, policyDiagnostics, type PolicyDiagnostic, type ServiceExists } from './diagnostics.js';
 
 export type MtlsMode = 'STRICT' | 'PERMISSIVE' | 'DISABLE';
 
@@ -50,6 +51,29 @@ export interface WorkloadAuthz {
   readonly key: string;
 }
 
+/** One JWT rule of a RequestAuthentication, with where it came from. */
+export interface JwtRuleRef {
+  readonly namespace: string;
+  readonly name: string;
+  /** Index in the RequestAuthentication's `jwtRules`. */
+  readonly index: number;
+  readonly rule: JWTRule;
+  /** The rule's inline `jwks` when it is a usable key set (checked once per snapshot); undefined otherwise. */
+  readonly usableJwks?: string;
+}
+
+/** The JWT rules that apply to a workload (root namespace, then its namespace; by name). */
+export interface WorkloadAuthn {
+  readonly rules: ReadonlyArray<JwtRuleRef>;
+  readonly key: string;
+}
+
+interface RequestAuthnEntry {
+  readonly namespace: string;
+  readonly source: ConfigObject<RequestAuthentication>;
+  readonly rules: ReadonlyArray<JwtRuleRef>;
+}
+
 interface PeerAuthnEntry {
   readonly source: ConfigObject<PeerAuthentication>;
   readonly selector?: Readonly<Record<string, string>>;
@@ -58,6 +82,8 @@ interface PeerAuthnEntry {
 export interface PolicyIndexInput {
   readonly configs: ConfigStore;
   readonly mesh: MeshSettings;
+  /** Whether a CUSTOM provider's service exists (diagnostics only). */
+  readonly serviceExists?: ServiceExists;
 }
 
 const byAge = (a: ConfigObject, b: ConfigObject): number =>
@@ -78,6 +104,9 @@ export class PolicyIndex {
   /** Every PeerAuthentication by namespace, oldest first. */
   private readonly peerAuthn = new Map<string, PeerAuthnEntry[]>();
   private readonly authz = new Map<string, AuthzPolicy[]>();
+  private readonly authn = new Map<string, RequestAuthnEntry[]>();
+  /** Every `jwksUri` of a JWT rule without inline `jwks`: what the JWKS resolver fetches. */
+  readonly jwksUris: ReadonlySet<string>;
   private readonly memo = new Map<string, unknown>();
   /** Identity of every PeerAuthentication: what auto mutual TLS toward endpoints depends on. */
   readonly peerAuthnKey: string;
@@ -111,16 +140,29 @@ export class PolicyIndex {
         action,
         dryRun: (ap.meta.annotations[DRY_RUN_ANNOTATION] ?? '').toLowerCase() === 'true',
         rules: ap.spec.rules ?? [],
+        ...(action === 'CUSTOM' && ap.spec.provider?.name ? { provider: ap.spec.provider.name } : {}),
       };
       const list = this.authz.get(entry.namespace) ?? [];
       list.push(entry);
       this.authz.set(entry.namespace, list);
     }
     this.hasAuthz = aps.length > 0;
-    const ras = input.configs.list<RequestAuthentication>('RequestAuthentication');
+    const ras = [...input.configs.list<RequestAuthentication>('RequestAuthentication')].sort(byName);
+    const uris = new Set<string>();
+    for (const ra of ras) {
+      const list = this.authn.get(ra.meta.namespace) ?? [];
+      const rules = (ra.spec.jwtRules ?? []).map((rule, index): JwtRuleRef => {
+        const usable = rule.jwks !== undefined && jwksProblem(rule.jwks) === undefined;
+        return { namespace: ra.meta.namespace, name: ra.meta.name, index, rule, ...(usable ? { usableJwks: rule.jwks } : {}) };
+      });
+      list.push({ namespace: ra.meta.namespace, source: ra, rules });
+      this.authn.set(ra.meta.namespace, list);
+      for (const r of ra.spec.jwtRules ?? []) if (r.jwks === undefined && r.jwksUri) uris.add(r.jwksUri);
+    }
+    this.jwksUris = uris;
     this.sources = [pas, aps, ras];
     this.diagnostics = [
-      ...policyDiagnostics([...this.authz.values()].flat(), ras),
+      ...policyDiagnostics([...this.authz.values()].flat(), ras, input.mesh, input.serviceExists),
       ...credentialDiagnostics(input.configs.list('DestinationRule'), input.configs.list('Gateway')),
     ];
   }
@@ -170,6 +212,17 @@ export class PolicyIndex {
     });
   }
 
+  /** The JWT rules of the RequestAuthentications that apply to a workload (docs/adr/0100). */
+  authnFor(w: PolicyWorkload): WorkloadAuthn {
+    recordDep(Dep.policies);
+    if (this.authn.size === 0) return EMPTY_AUTHN;
+    return this.memoize(`ra|${w.namespace}|${labelsKey(w.labels)}`, () => {
+      const applicable = this.applicable(this.authn, w, (p) => p.source.spec);
+      const rules = applicable.flatMap((ra) => ra.rules);
+      return { rules, key: applicable.map((p) => objectId(p.source)).join(',') };
+    });
+  }
+
   /** Policies of the workload's namespace and of the root namespace whose selector or targets match. */
   private applicable<P extends { readonly namespace: string }>(
     byNs: ReadonlyMap<string, P[]>,
@@ -200,5 +253,8 @@ export class PolicyIndex {
 }
 
 const EMPTY_AUTHZ: WorkloadAuthz = Object.freeze({ policies: Object.freeze([]) as ReadonlyArray<AuthzPolicy>, key: '' });
+const EMPTY_AUTHN: WorkloadAuthn = Object.freeze({ rules: Object.freeze([]) as ReadonlyArray<JwtRuleRef>, key: '' });
+/** No request authentication (`--plugins` without `authn`). */
+export const NO_AUTHN = EMPTY_AUTHN;
 /** No authorization (`--plugins` without `authz`). */
 export const NO_AUTHZ = EMPTY_AUTHZ;

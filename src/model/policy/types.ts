@@ -12,4 +12,6 @@ export interface AuthzPolicy {
   /** `mesh.io/dry-run: "true"`: evaluated and reported, never enforced. */
   readonly dryRun: boolean;
   readonly rules: ReadonlyArray<Rule>;
+  /** CUSTOM: the extension provider's name (`provider.name`). */
+  readonly provider?: string;
 }

@@ -16,6 +16,8 @@ import { objectId } from '../../util/identity.js';
 import type { EncodedResource, ResourceCache } from '../cache.js';
 import { buildBlackholeCluster, meshSni } from '../envoy/clusters.js';
 import { Any } from '../../gen/google/protobuf/any.js';
+import { jwtAuthnFilter } from '../envoy/security/jwt.js';
+import { workloadJwt } from './request-authn.js';
 import { buildListener, hcmFilter, tcpProxyFilter, tlsInspectorListenerFilter, type FilterChainShape } from '../envoy/listeners.js';
 import { BLACKHOLE_CLUSTER, Filters } from '../envoy/names.js';
 import { encode, msg, type Shape } from '../envoy/pack.js';
@@ -72,8 +74,12 @@ function serverHostPatterns(s: GatewayServer): Array<{ ns: string; host: string 
   });
 }
 
-function listeners({ proxy, push, cache }: GenerateInput): EncodedResource[] {
+function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedResource[] {
   const out: EncodedResource[] = [];
+  // RequestAuthentications that select the gateway: jwt_authn first on its HTTP chains (docs/adr/0100)
+  const jwt = workloadJwt(proxy, push, settings);
+  const jwtFilter = jwtAuthnFilter(jwt.providers);
+  const leadingFilters = jwtFilter ? [jwtFilter] : [];
   for (const [port, all] of [...serversByPort(proxy, push)].sort(([a], [b]) => a - b)) {
     const name = `0.0.0.0_${port}`;
     // a server whose credential is missing has no chain (Envoy would hold the whole listener waiting
@@ -82,7 +88,7 @@ function listeners({ proxy, push, cache }: GenerateInput): EncodedResource[] {
     const servers = all.filter((b) => !terminatesTls(b.server) || credentialsAvailable(b.server, proxy, push));
     if (servers.length === 0) continue;
     // credentials are Secrets of the proxy's namespace: the namespace is part of what the listener reads
-    const key = `gl|${name}|${proxy.namespace}|${servers.map((s) => `${objectId(s.gateway)}#${s.index}`).join(',')}|p${push.version}`;
+    const key = `gl|${name}|${proxy.namespace}|${servers.map((s) => `${objectId(s.gateway)}#${s.index}`).join(',')}|p${push.version}|${jwt.key}`;
     out.push(
       cache.getOrBuild('lds', key, () => {
         const chains: FilterChainShape[] = [];
@@ -94,7 +100,7 @@ function listeners({ proxy, push, cache }: GenerateInput): EncodedResource[] {
           if (isHttpServer(b.server) && !terminatesTls(b.server)) {
             if (plainHttp) continue; // all plain HTTP servers on a port share one chain and route table
             plainHttp = true;
-            chains.push({ filters: [hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false })] });
+            chains.push({ filters: [hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false, leadingFilters })] });
           } else if (terminatesTls(b.server)) {
             needsInspector = true;
             sni.forEach((h) => seenSni.add(h));
@@ -103,7 +109,7 @@ function listeners({ proxy, push, cache }: GenerateInput): EncodedResource[] {
               transportSocket: { name: Filters.tls, typedConfig: gatewayServerTls(b.server.tls!, push.mesh, isHttpServer(b.server) ? ['h2', 'http/1.1'] : []) },
               filters: [
                 isHttpServer(b.server)
-                  ? hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false })
+                  ? hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false, leadingFilters })
                   : tcpProxyFilter(name, tcpDestination(b, port, proxy, push)),
               ],
             });

@@ -20,7 +20,10 @@ import { buildListener, hcmFilter, originalDstListenerFilter, tcpProxyFilter, tl
 import { INBOUND_CAPTURE_PORT, INBOUND_PASSTHROUGH_CLUSTER, VIRTUAL_INBOUND_LISTENER, inboundClusterName } from '../envoy/names.js';
 import type { Shape } from '../envoy/pack.js';
 import { httpAuthzFilters, networkAuthzFilters, type FilterShape } from '../envoy/security/authz.js';
+import { jwtAuthnFilter } from '../envoy/security/jwt.js';
 import { MESH_ALPN, acceptedTrustDomains, meshServerTls } from '../envoy/security/tls.js';
+import type { WorkloadJwt } from './request-authn.js';
+import type { WorkloadExtAuthz } from './ext-authz.js';
 
 /** A port of the proxy's own workload, from the endpoints that carry the proxy's IP. */
 export interface InboundPort {
@@ -32,6 +35,10 @@ export interface InboundInput {
   readonly ports: ReadonlyArray<InboundPort>;
   readonly mtls: WorkloadMtls;
   readonly authz: WorkloadAuthz;
+  /** JWT providers (RequestAuthentication): the jwt_authn filter goes first on HTTP chains (docs/adr/0100). */
+  readonly jwt: WorkloadJwt;
+  /** CUSTOM providers resolved for this proxy (docs/adr/0101). */
+  readonly extAuthz: WorkloadExtAuthz;
   readonly mesh: MeshSettings;
   readonly hcm: Omit<HcmOptions, 'statPrefix' | 'routeConfig' | 'leadingFilters'>;
 }
@@ -70,7 +77,8 @@ export function buildInboundListener(input: InboundInput): Listener {
     const cluster = inboundClusterName(p.port);
     let filters: FilterShape[];
     if (isHttpProtocol(p.protocol)) {
-      const leading = httpAuthzFilters({ policies: authz.policies, ctx: { ...rbacCtx, protocol: 'http' }, statPrefix: cluster }) as ReadonlyArray<Shape<HttpFilter>>;
+      const jwt = jwtAuthnFilter(input.jwt.providers);
+      const leading = [...(jwt ? [jwt] : []), ...httpAuthzFilters({ policies: authz.policies, extAuthz: input.extAuthz.targets, ctx: { ...rbacCtx, protocol: 'http' }, statPrefix: cluster })] as ReadonlyArray<Shape<HttpFilter>>;
       filters = [
         hcmFilter({
           ...input.hcm,
@@ -83,12 +91,12 @@ export function buildInboundListener(input: InboundInput): Listener {
         }),
       ];
     } else {
-      filters = [...networkAuthzFilters({ policies: authz.policies, ctx: rbacCtx, statPrefix: cluster }), tcpProxyFilter(cluster, cluster)];
+      filters = [...networkAuthzFilters({ policies: authz.policies, extAuthz: input.extAuthz.targets, ctx: rbacCtx, statPrefix: cluster }), tcpProxyFilter(cluster, cluster)];
     }
     chains.push(...chainsFor(cluster, p.port, mtlsModeForPort(mtls, p.port), filters, tls));
   }
   // undeclared ports: pass through under the workload-level mode
-  const passthrough = [...networkAuthzFilters({ policies: authz.policies, ctx: rbacCtx, statPrefix: INBOUND_PASSTHROUGH_CLUSTER }), tcpProxyFilter(INBOUND_PASSTHROUGH_CLUSTER, INBOUND_PASSTHROUGH_CLUSTER)];
+  const passthrough = [...networkAuthzFilters({ policies: authz.policies, extAuthz: input.extAuthz.targets, ctx: rbacCtx, statPrefix: INBOUND_PASSTHROUGH_CLUSTER }), tcpProxyFilter(INBOUND_PASSTHROUGH_CLUSTER, INBOUND_PASSTHROUGH_CLUSTER)];
   const catchAll = chainsFor('virtualInbound-catchall', undefined, mtls.mode, passthrough, tls);
   const defaultChain = catchAll.pop()!;
   chains.push(...catchAll);

@@ -32,6 +32,8 @@ import { generateEndpoints, visibleOutboundClusters } from './common.js';
 import { httpPlan, sidecarRoutes, vipChainMatch } from './sidecar-http.js';
 import { NO_AUTHZ } from '../../model/policy/index.js';
 import { buildInboundListener, type InboundPort } from './sidecar-inbound.js';
+import { workloadJwt } from './request-authn.js';
+import { workloadExtAuthz } from './ext-authz.js';
 import { settingsKey, type GenerateInput, type GeneratorSet, type GeneratorSettings } from './types.js';
 import { secrets } from './secrets.js';
 
@@ -221,7 +223,8 @@ function listeners(input: GenerateInput): ReadonlyArray<EncodedResource> {
   const { proxy, push, endpoints } = input;
   const inbound = inboundPorts(proxy, push, endpoints);
   // ... and the same security policy (mutual TLS and authorization: docs/adr/0080)
-  const policy = `${push.policies.mtlsFor(proxy).key}|${input.settings.authz ? push.policies.authzFor(proxy).key : ''}`;
+  const authz = input.settings.authz ? push.policies.authzFor(proxy) : NO_AUTHZ;
+  const policy = `${push.policies.mtlsFor(proxy).key}|${authz.key}|${workloadJwt(proxy, push, input.settings).key}|${workloadExtAuthz(proxy, push, input.settings, authz).key}`;
   const memoKey = `lds-sidecar|${push.routingScopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}|${settingsKey(input.settings)}|${policy}`;
   return push.memoize(memoKey, () => sidecarListeners(inbound, input), endpoints);
 }
@@ -254,11 +257,13 @@ function sidecarListeners(inbound: ReadonlyArray<InboundPort>, input: GenerateIn
   const { proxy } = input;
   const mtls = push.policies.mtlsFor(proxy);
   const authz = settings.authz ? push.policies.authzFor(proxy) : NO_AUTHZ;
+  const jwt = workloadJwt(proxy, push, settings);
+  const extAuthz = workloadExtAuthz(proxy, push, settings, authz);
   out.push(
-    cache.getOrBuild('lds', `lv-in|${JSON.stringify(inbound)}|${JSON.stringify(settings)}|${mtls.key}|${authz.key}|m${objectId(push.mesh)}`, () => ({
+    cache.getOrBuild('lds', `lv-in|${JSON.stringify(inbound)}|${JSON.stringify(settings)}|${mtls.key}|${authz.key}|${jwt.key}|${extAuthz.key}|m${objectId(push.mesh)}`, () => ({
       name: VIRTUAL_INBOUND_LISTENER,
       typeUrl: TypeUrl.Listener,
-      bytes: encode(Listener, buildInboundListener({ ports: inbound, mtls, authz, mesh: push.mesh, hcm: hcmOptions(settings, '') })),
+      bytes: encode(Listener, buildInboundListener({ ports: inbound, mtls, authz, jwt, extAuthz, mesh: push.mesh, hcm: hcmOptions(settings, '') })),
     })),
   );
   out.push(...outboundListeners(input));

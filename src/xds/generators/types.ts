@@ -16,6 +16,12 @@ export interface GeneratorSettings {
   readonly routeCollapse: boolean;
   /** `--plugins` names `authz`: AuthorizationPolicies become RBAC filters (docs/adr/0082). */
   readonly authz: boolean;
+  /** `--plugins` names `authn`: RequestAuthentications become jwt_authn filters (docs/adr/0100). */
+  readonly authn: boolean;
+  /** `--plugins` names `ext_authz`: CUSTOM AuthorizationPolicies call their provider (docs/adr/0101). */
+  readonly extAuthz: boolean;
+  /** DISC_JWT_ENABLE_REMOTE_JWKS: in-mesh jwksUris are fetched by the proxy (remote_jwks). */
+  readonly remoteJwks: boolean;
 }
 
 export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
@@ -27,6 +33,9 @@ export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
   gatewayStripHostPort: false,
   routeCollapse: true,
   authz: true,
+  authn: true,
+  extAuthz: true,
+  remoteJwks: false,
 });
 
 const settingsKeys = new WeakMap<GeneratorSettings, string>();
