@@ -9,8 +9,9 @@ import { PUSH_ORDER, TypeUrl, type XdsTypeUrl } from './types.js';
 const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
   VirtualService: [TypeUrl.Listener, TypeUrl.Route],
   Gateway: [TypeUrl.Listener, TypeUrl.Route],
-  // security policy (docs/adr/0080): inbound TLS and authorization filters live in listeners only
-  PeerAuthentication: [TypeUrl.Listener],
+  // security policy (docs/adr/0080): inbound TLS and authorization filters live in listeners; the
+  // automatic mutual TLS of proxyless clients' clusters follows the destination's mode (docs/adr/0103)
+  PeerAuthentication: [TypeUrl.Listener, TypeUrl.Cluster],
   AuthorizationPolicy: [TypeUrl.Listener],
 };
 

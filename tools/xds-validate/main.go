@@ -45,16 +45,17 @@ func main() {
 }
 
 type config struct {
-	addr     string
-	nodeID   string
-	metadata string
-	cluster  string
-	locality string
-	timeout  time.Duration
-	quiet    time.Duration
-	delta    bool
-	out      string
-	dump     bool
+	addr      string
+	nodeID    string
+	metadata  string
+	cluster   string
+	locality  string
+	timeout   time.Duration
+	quiet     time.Duration
+	delta     bool
+	out       string
+	dump      bool
+	listeners string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -71,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.delta, "delta", false, "use DeltaAggregatedResources (incremental xDS) instead of StreamAggregatedResources")
 	fs.StringVar(&cfg.out, "out", "", "write the JSON report to this file (default: stdout)")
 	fs.BoolVar(&cfg.dump, "dump", false, `add every resource received, as protojson, to the report under "dump"`)
+	fs.StringVar(&cfg.listeners, "listeners", "", "comma-separated Listener names to ask for by name instead of a wildcard (proxyless gRPC clients and servers)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: xds-validate [flags]
 
@@ -104,6 +106,7 @@ Flags:
 	defer cancel()
 	rep, code := validateServer(ctx, cfg.addr, collectOptions{
 		Node: node, Delta: cfg.delta, Quiet: cfg.quiet, Dump: cfg.dump, Timeout: cfg.timeout,
+		Listeners: splitNames(cfg.listeners),
 	})
 
 	body, err := json.MarshalIndent(rep, "", "  ")
@@ -304,5 +307,16 @@ func sortProblems(ps []problem) []problem {
 		}
 		return out[i].Name < out[j].Name
 	})
+	return out
+}
+
+// splitNames reads a comma-separated list; empty items are dropped, nil when none is left.
+func splitNames(list string) []string {
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
 	return out
 }
