@@ -1,3 +1,4 @@
+import type { ProxyType } from '../model/proxy.js';
 import type { PushRequest } from '../model/push-request.js';
 import { PUSH_ORDER, TypeUrl, type XdsTypeUrl } from './types.js';
 
@@ -16,11 +17,12 @@ const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
 };
 
 /**
- * The types a push has to regenerate: only EDS for an endpoint push; for a push caused only by
- * config kinds listed above, their types; otherwise every type.
+ * The types a push has to regenerate: only EDS for an endpoint push (EDS and CDS for proxyless gRPC
+ * clients, whose clusters' automatic mutual TLS depends on the endpoints' policies: docs/adr/0103);
+ * for a push caused only by config kinds listed above, their types; otherwise every type.
  */
-export function affectedTypes(req: PushRequest): ReadonlySet<XdsTypeUrl> {
-  if (!req.full) return new Set([TypeUrl.Endpoint]);
+export function affectedTypes(req: PushRequest, proxyType?: ProxyType): ReadonlySet<XdsTypeUrl> {
+  if (!req.full) return proxyType === 'grpc' ? GRPC_ENDPOINT_TYPES : ENDPOINT_TYPES;
   const onlyConfig = req.configKinds.size > 0 && [...req.reasons.keys()].every((r) => r === 'config');
   if (!onlyConfig) return ALL_TYPES;
   const out = new Set<XdsTypeUrl>();
@@ -33,3 +35,5 @@ export function affectedTypes(req: PushRequest): ReadonlySet<XdsTypeUrl> {
 }
 
 const ALL_TYPES: ReadonlySet<XdsTypeUrl> = new Set(PUSH_ORDER);
+const ENDPOINT_TYPES: ReadonlySet<XdsTypeUrl> = new Set([TypeUrl.Endpoint]);
+const GRPC_ENDPOINT_TYPES: ReadonlySet<XdsTypeUrl> = new Set([TypeUrl.Cluster, TypeUrl.Endpoint]);
