@@ -11,6 +11,10 @@
 # the target platform; an existing binary is reused without building. go.mod and go.sum are
 # kept complete in the repository, so no `go mod tidy` is needed here: modules come from the
 # module proxy with GOFLAGS=-mod=mod. Build output goes to stderr.
+#
+# The cache is bounded: each use stamps the entry (.used), and older builds of the same program
+# beyond the ${MESH_TOOLS_KEEP:-4} most recently used are removed, unless used within the last hour
+# (another checkout may be running them).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -64,7 +68,26 @@ build_tool() {
       exec 9>&-
     fi
   fi
+  touch "$out_dir/.used"
+  prune_tool "$name" "$out_dir"
   printf '%s=%s\n' "$name" "$bin"
+}
+
+# prune_tool NAME KEEP_DIR: removes the least recently used builds of NAME beyond MESH_TOOLS_KEEP.
+prune_tool() {
+  local name="$1" current="$2" keep="${MESH_TOOLS_KEEP:-4}" n=0 dir
+  while IFS= read -r dir; do
+    [[ -z "$dir" || "$dir" == "$current" ]] && continue
+    n=$((n + 1))
+    (( n < keep )) && continue
+    # in use by another checkout within the hour: keep it this time
+    [[ -n "$(find "$dir" -maxdepth 1 -name .used -mmin -60 -print -quit 2>/dev/null)" ]] && continue
+    rm -rf -- "$dir"
+  done < <(for d in "$cache/$name"-????????????????/; do
+    [[ -d "$d" ]] || continue
+    d="${d%/}"
+    printf '%s %s\n' "$(stat -c %Y "$d/.used" 2>/dev/null || stat -c %Y "$d")" "$d"
+  done | sort -rn | cut -d' ' -f2-)
 }
 
 names=("$@")

@@ -584,7 +584,7 @@ export class DiscoveryServer {
   private async pushConnection(conn: Connection, req: PushRequest, enqueuedAt: number, slot: Slot): Promise<void> {
     if (conn.closed) return;
     this.deps.metrics.queueTime.observe((Date.now() - enqueuedAt) / 1000);
-    const affected = affectedTypes(req);
+    const affected = affectedTypes(req, conn.proxy.type);
     const types = PUSH_ORDER.filter((t) => conn.watches.has(t) && affected.has(t));
     await this.pushTypes(conn, types, req, false, slot);
   }

@@ -1,3 +1,4 @@
+import type { ProxyType } from '../model/proxy.js';
 import type { PushRequest } from '../model/push-request.js';
 import { PUSH_ORDER, TypeUrl, type XdsTypeUrl } from './types.js';
 
@@ -9,8 +10,9 @@ import { PUSH_ORDER, TypeUrl, type XdsTypeUrl } from './types.js';
 const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
   VirtualService: [TypeUrl.Listener, TypeUrl.Route],
   Gateway: [TypeUrl.Listener, TypeUrl.Route],
-  // security policy (docs/adr/0080): inbound TLS and authorization filters live in listeners only
-  PeerAuthentication: [TypeUrl.Listener],
+  // security policy (docs/adr/0080): inbound TLS and authorization filters live in listeners; the
+  // automatic mutual TLS of proxyless clients' clusters follows the destination's mode (docs/adr/0103)
+  PeerAuthentication: [TypeUrl.Listener, TypeUrl.Cluster],
   AuthorizationPolicy: [TypeUrl.Listener],
   // gateway credentials (docs/adr/0105): the SDS resource, and the listener chain that needs it
   Secret: [TypeUrl.Listener, TypeUrl.Secret],
@@ -26,11 +28,12 @@ const TYPES_BY_REASON: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
 };
 
 /**
- * The types a push has to regenerate: only EDS for an endpoint push; for a push caused only by
- * config kinds listed above, their types; otherwise every type.
+ * The types a push has to regenerate: only EDS for an endpoint push (EDS and CDS for proxyless gRPC
+ * clients, whose clusters' automatic mutual TLS depends on the endpoints' policies: docs/adr/0103);
+ * for a push caused only by config kinds listed above, their types; otherwise every type.
  */
-export function affectedTypes(req: PushRequest): ReadonlySet<XdsTypeUrl> {
-  if (!req.full) return new Set([TypeUrl.Endpoint]);
+export function affectedTypes(req: PushRequest, proxyType?: ProxyType): ReadonlySet<XdsTypeUrl> {
+  if (!req.full) return proxyType === 'grpc' ? GRPC_ENDPOINT_TYPES : ENDPOINT_TYPES;
   const reasons = [...req.reasons.keys()];
   const out = new Set<XdsTypeUrl>();
   for (const r of reasons) for (const t of TYPES_BY_REASON[r] ?? []) out.add(t);
@@ -46,3 +49,5 @@ export function affectedTypes(req: PushRequest): ReadonlySet<XdsTypeUrl> {
 }
 
 const ALL_TYPES: ReadonlySet<XdsTypeUrl> = new Set(PUSH_ORDER);
+const ENDPOINT_TYPES: ReadonlySet<XdsTypeUrl> = new Set([TypeUrl.Endpoint]);
+const GRPC_ENDPOINT_TYPES: ReadonlySet<XdsTypeUrl> = new Set([TypeUrl.Cluster, TypeUrl.Endpoint]);

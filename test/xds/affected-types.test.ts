@@ -9,6 +9,11 @@ const ALL = sorted(new Set([TypeUrl.Cluster, TypeUrl.Endpoint, TypeUrl.Listener,
 describe('affectedTypes', () => {
   it('is EDS alone for an endpoint push', () => {
     expect(sorted(affectedTypes(pushRequest({ full: false, reason: 'endpoint', edsHosts: ['a'] })))).toEqual([TypeUrl.Endpoint]);
+    expect(sorted(affectedTypes(pushRequest({ full: false, reason: 'endpoint', edsHosts: ['a'] }), 'sidecar'))).toEqual([TypeUrl.Endpoint]);
+  });
+
+  it('adds clusters to an endpoint push for proxyless gRPC clients (automatic mutual TLS reads the endpoints)', () => {
+    expect(sorted(affectedTypes(pushRequest({ full: false, reason: 'endpoint', edsHosts: ['a'] }), 'grpc'))).toEqual(sorted(new Set([TypeUrl.Cluster, TypeUrl.Endpoint])));
   });
 
   it('is listeners and secrets for a gateway credential (Secret) change', () => {
@@ -20,6 +25,11 @@ describe('affectedTypes', () => {
     expect(sorted(affectedTypes(vs))).toEqual(sorted(new Set([TypeUrl.Listener, TypeUrl.Route])));
     const both = mergePushRequests(vs, pushRequest({ full: true, reason: 'config', kinds: ['Gateway'] }));
     expect(sorted(affectedTypes(both))).toEqual(sorted(new Set([TypeUrl.Listener, TypeUrl.Route])));
+  });
+
+  it('is listeners for AuthorizationPolicy, listeners and clusters for PeerAuthentication (proxyless auto mTLS follows it)', () => {
+    expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'config', kinds: ['AuthorizationPolicy'] })))).toEqual([TypeUrl.Listener]);
+    expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'config', kinds: ['PeerAuthentication'] })))).toEqual(sorted(new Set([TypeUrl.Cluster, TypeUrl.Listener])));
   });
 
   it('is every type once a kind that shapes clusters, or another cause, takes part', () => {

@@ -44,6 +44,9 @@ type collectOptions struct {
 	Quiet   time.Duration // how long no response may change anything once everything named arrived
 	Dump    bool          // keep the protojson of every resource received
 	Timeout time.Duration // only for messages; the deadline itself is on the context
+	// Listeners asked for by name instead of a wildcard (a proxyless gRPC client names the targets
+	// it dials and its server listeners).
+	Listeners []string
 }
 
 // problem is one finding: a resource that could not be decoded, failed validation or
@@ -396,7 +399,10 @@ func collect(ctx context.Context, conn grpc.ClientConnInterface, opts collectOpt
 	if err := tr.subscribe(typeCluster, nil); err != nil {
 		return c, fmt.Errorf("send on ADS stream: %w", err)
 	}
-	if err := tr.subscribe(typeListener, nil); err != nil {
+	if len(opts.Listeners) > 0 {
+		c.subscribed[typeListener] = opts.Listeners
+	}
+	if err := tr.subscribe(typeListener, opts.Listeners); err != nil {
 		return c, fmt.Errorf("send on ADS stream: %w", err)
 	}
 

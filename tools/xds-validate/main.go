@@ -56,6 +56,7 @@ type config struct {
 	out       string
 	dump      bool
 	bootstrap string
+	listeners string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -73,6 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.out, "out", "", "write the JSON report to this file (default: stdout)")
 	fs.BoolVar(&cfg.dump, "dump", false, `add every resource received, as protojson, to the report under "dump"`)
 	fs.StringVar(&cfg.bootstrap, "bootstrap", "", "check this Envoy bootstrap file (JSON) instead of connecting to a server")
+	fs.StringVar(&cfg.listeners, "listeners", "", "comma-separated Listener names to ask for by name instead of a wildcard (proxyless gRPC clients and servers)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: xds-validate [flags]
 
@@ -110,6 +112,7 @@ Flags:
 	defer cancel()
 	rep, code := validateServer(ctx, cfg.addr, collectOptions{
 		Node: node, Delta: cfg.delta, Quiet: cfg.quiet, Dump: cfg.dump, Timeout: cfg.timeout,
+		Listeners: splitNames(cfg.listeners),
 	})
 	return writeReport(rep, code, cfg, stdout, stderr)
 }
@@ -316,5 +319,16 @@ func sortProblems(ps []problem) []problem {
 		}
 		return out[i].Name < out[j].Name
 	})
+	return out
+}
+
+// splitNames reads a comma-separated list; empty items are dropped, nil when none is left.
+func splitNames(list string) []string {
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
 	return out
 }

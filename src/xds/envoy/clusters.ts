@@ -68,6 +68,11 @@ export interface OutboundClusterInput {
   readonly mesh: MeshSettings;
   /** Proxyless gRPC clients get only what they implement (no transport socket matches, no DNS clusters). */
   readonly proxyless: boolean;
+  /**
+   * Proxyless clients under automatic mutual TLS: mesh TLS from the certificate provider instances
+   * (the generator decides per cluster, docs/adr/0103).
+   */
+  readonly proxylessMeshTls?: boolean;
   /** Endpoints for DNS/static clusters that carry them inline. */
   readonly inlineEndpoints?: ReadonlyArray<{ address: string; port: number }>;
 }
@@ -109,6 +114,7 @@ export function buildOutboundCluster(input: OutboundClusterInput): Cluster {
   if (!input.proxyless) applyEnvoyOnlyPolicy(c, policy, service.resolution !== 'Passthrough');
   const tls = buildUpstreamTls(input);
   if (tls) c.transportSocket = tls;
+  else if (input.proxyless && input.proxylessMeshTls) c.transportSocket = meshClientTls('provider', meshSni(name), identitiesOf(service), []);
   else if (!input.proxyless && mesh.enableAutoMtls && !service.meshExternal && !policy?.tls) {
     // auto mutual TLS: mesh TLS toward endpoints labelled as having a sidecar, plaintext toward the others
     c.transportSocketMatches = [

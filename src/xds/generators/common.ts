@@ -4,7 +4,9 @@ import { ClusterLoadAssignment } from '../../gen/envoy/config/endpoint/v3/endpoi
 import type { Proxy } from '../../model/proxy.js';
 import type { PushContext, ResolvedDestinationRule } from '../../model/push-context.js';
 import type { EndpointIndex } from '../../model/endpoint-index.js';
-import { localityKey, type Service, type ServicePort } from '../../model/service.js';
+import { labelsMatch, localityKey, type Service, type ServicePort } from '../../model/service.js';
+import { mtlsModeForPort } from '../../model/policy/index.js';
+import type { TrafficPolicy } from '../../config/spec-types.js';
 import { objectId } from '../../util/identity.js';
 import type { EncodedResource, ResourceCache } from '../cache.js';
 import { buildOutboundCluster, mergePolicy, policyForPort } from '../envoy/clusters.js';
@@ -59,12 +61,13 @@ export function encodeOutboundCluster(
   const dr = push.destinationRule(proxy, ref.service);
   const dns = ref.service.resolution === 'DNS' || ref.service.resolution === 'DNSRoundRobin';
   const hostEps = dns ? endpoints.get(ref.service.hostname) : undefined;
-  const key = `c|${ref.name}|s${objectId(ref.service)}|d${objectId(dr?.spec)}|m${objectId(push.mesh)}|${proxyless ? 'g' : 'e'}|${hostEps?.version ?? 0}`;
+  const subset = dr?.spec.subsets?.find((s) => s.name === ref.subset);
+  const policy = mergePolicy(policyForPort(dr?.spec.trafficPolicy, ref.port.port), subset ? policyForPort(subset.trafficPolicy, ref.port.port) : undefined);
+  const autoMtls = proxyless && proxylessAutoMtls(ref, subset?.labels, policy, push, endpoints);
+  const key = `c|${ref.name}|s${objectId(ref.service)}|d${objectId(dr?.spec)}|m${objectId(push.mesh)}|${proxyless ? (autoMtls ? 'gm' : 'g') : 'e'}|${hostEps?.version ?? 0}`;
   // Within one push a cluster is encoded once even when CDS is kept out of the cross-push cache.
   return push.memoize(key, () =>
     cache.getOrBuild('cds', key, () => {
-      const subset = dr?.spec.subsets?.find((s) => s.name === ref.subset);
-      const policy = mergePolicy(policyForPort(dr?.spec.trafficPolicy, ref.port.port), subset ? policyForPort(subset.trafficPolicy, ref.port.port) : undefined);
       const cluster = buildOutboundCluster({
         name: ref.name,
         service: ref.service,
@@ -72,12 +75,41 @@ export function encodeOutboundCluster(
         policy,
         mesh: push.mesh,
         proxyless,
+        proxylessMeshTls: autoMtls,
         inlineEndpoints: hostEps?.endpoints.filter((e) => e.servicePortName === ref.port.name).map((e) => ({ address: e.address, port: e.port })),
       });
       return { name: ref.name, typeUrl: TypeUrl.Cluster, bytes: encode(Cluster, cluster) };
     }),
   );
 }
+
+/**
+ * Automatic mutual TLS for a proxyless client's cluster (docs/adr/0103). gRPC has no transport socket
+ * matches, so the choice is per cluster: mesh TLS when every endpoint's port is STRICT under its
+ * workload's PeerAuthentication, plaintext otherwise (what PERMISSIVE and DISABLE ports of sidecars and
+ * of proxyless servers all accept). A DestinationRule with TLS settings decides instead.
+ */
+function proxylessAutoMtls(ref: ClusterRef, subsetLabels: Readonly<Record<string, string>> | undefined, policy: TrafficPolicy | undefined, push: PushContext, endpoints: EndpointIndex): boolean {
+  if (!push.mesh.enableAutoMtls || ref.service.meshExternal || policy?.tls || ref.service.resolution !== 'ClientSideLB') return false;
+  const host = ref.service.hostname;
+  return push.memoize(`gmtls|${ref.name}|${ref.service.namespace}|${labelsKey(subsetLabels)}`, () => {
+    let any = false;
+    for (const e of endpoints.get(host).endpoints) {
+      if (e.servicePortName !== ref.port.name || !labelsMatch(subsetLabels, e.labels)) continue;
+      if (mtlsModeForPort(push.policies.mtlsFor({ namespace: ref.service.namespace, labels: e.labels }), e.port) !== 'STRICT') return false;
+      any = true;
+    }
+    return any;
+  }, endpoints);
+}
+
+const labelsKey = (l: Readonly<Record<string, string>> | undefined): string =>
+  l
+    ? Object.keys(l)
+        .sort()
+        .map((k) => `${k}=${l[k]}`)
+        .join(',')
+    : '';
 
 /**
  * Outbound clusters of every service visible to the proxy: one list per scope, built service by

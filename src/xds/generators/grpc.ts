@@ -1,7 +1,9 @@
 /**
  * Generators for proxyless gRPC clients. A client dialing `xds:///host:port` asks for Listener
  * `host:port`; it gets an API listener whose RDS name is the same string, one virtual host for the
- * service, and EDS clusters named by the routes.
+ * service, and EDS clusters named by the routes. A server (`xds.NewGRPCServer`) asks for
+ * `grpc/server?xds.resource.listening_address=IP:port` and gets a server listener with its workload's
+ * mutual TLS and authorization (grpc-server.ts, docs/adr/0103).
  */
 import { Listener } from '../../gen/envoy/config/listener/v3/listener.js';
 import { RouteConfiguration } from '../../gen/envoy/config/route/v3/route.js';
@@ -17,6 +19,9 @@ import { TypeUrl } from '../types.js';
 import { encodeOutboundCluster, generateEndpoints, resolveClusterRef, visibleOutboundClusters } from './common.js';
 import { routeInputsKey } from './route-inputs.js';
 import { secrets } from './secrets.js';
+import { buildGrpcServerListener, parseServerListenerName, type ListeningAddress } from './grpc-server.js';
+import { NO_AUTHZ, mtlsModeForPort } from '../../model/policy/index.js';
+import { objectId } from '../../util/identity.js';
 import type { GenerateInput, GeneratorSet } from './types.js';
 
 /** `host:port` → the visible service and port, or undefined. */
@@ -47,9 +52,30 @@ function tagRouteContent(route: RouteShape): RouteShape {
   return { ...route, name: `${name ?? 'route'}@${hash}` };
 }
 
-function listeners({ proxy, push, cache, names }: GenerateInput): EncodedResource[] {
+/**
+ * A server listener (`xds.NewGRPCServer`) under the policies of the proxy's own workload. Servers
+ * with the same port mode, authorization policies and trust domains share one encoded listener.
+ */
+function serverListener(name: string, listening: ListeningAddress, { proxy, push, cache, settings }: GenerateInput): EncodedResource {
+  const mode = mtlsModeForPort(push.policies.mtlsFor(proxy), listening.port);
+  const authz = settings.authz ? push.policies.authzFor(proxy) : NO_AUTHZ;
+  const key = `gs|${name}|${mode}|${authz.key}|m${objectId(push.mesh)}`;
+  return cache.getOrBuild('lds', key, () => ({
+    name,
+    typeUrl: TypeUrl.Listener,
+    bytes: encode(Listener, buildGrpcServerListener({ name, listening, mode, authz, mesh: push.mesh })),
+  }));
+}
+
+function listeners(input: GenerateInput): EncodedResource[] {
+  const { proxy, push, cache, names } = input;
   const out: EncodedResource[] = [];
   for (const name of names ?? []) {
+    const listening = parseServerListenerName(name);
+    if (listening) {
+      out.push(serverListener(name, listening, input));
+      continue;
+    }
     if (!parseTarget(name, push, proxy)) continue;
     out.push(cache.getOrBuild('lds', `gl|${name}`, () => ({ name, typeUrl: TypeUrl.Listener, bytes: encode(Listener, buildApiListener(name, name)) })));
   }
