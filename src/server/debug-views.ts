@@ -56,6 +56,9 @@ export function syncStatus(w: WatchState | undefined): SyncStatus {
   return w.nonceSent === w.nonceAcked ? 'SYNCED' : 'STALE';
 }
 
+/** Types every proxy's sync state lists (NOT SENT when never sent); others (SDS) only when subscribed. */
+const ALWAYS_LISTED: ReadonlySet<string> = new Set([TypeUrl.Cluster, TypeUrl.Endpoint, TypeUrl.Listener, TypeUrl.Route]);
+
 const ok = (body: unknown): DebugReply => ({ status: 200, body });
 const fail = (status: number, error: string): DebugReply => ({ status, body: { error } });
 
@@ -81,7 +84,7 @@ export function debugViews(d: DebugDeps): ReadonlyMap<string, DebugView> {
         delta: c.delta,
         connectedAt: new Date(c.connectedAt).toISOString(),
         watches: Object.fromEntries(
-          PUSH_ORDER.map((t) => {
+          PUSH_ORDER.filter((t) => ALWAYS_LISTED.has(t) || c.watches.has(t)).map((t) => {
             const w = c.watches.get(t);
             return [
               shortType[t],
