@@ -78,3 +78,16 @@ export async function runXdsValidate<Report>(bin: string, args: readonly string[
     });
   });
 }
+
+/**
+ * xds-validate's arguments for the tests' usual sidecar (echo v1 in `default`) on the daemon at
+ * `addr`, dumping what it received; `extra` is appended.
+ */
+export function echoSidecarValidateArgs(addr: string, extra: readonly string[] = []): string[] {
+  return [
+    ...['-addr', addr, '-node-id', 'sidecar~127.0.0.1~echo-v1-abc.default~default.svc.cluster.local'],
+    ...['-metadata', JSON.stringify({ NAMESPACE: 'default', LABELS: { app: 'echo', version: 'v1' } })],
+    ...['-timeout', '30s', '-dump'],
+    ...extra,
+  ];
+}

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, makeConfigDir, startDaemon, type ConfigDir, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
-import { goToolPath, GO_TOOL_BUILD_TIMEOUT_MS, runXdsValidate } from '../support/go-tools.js';
+import { goToolPath, GO_TOOL_BUILD_TIMEOUT_MS, runXdsValidate, echoSidecarValidateArgs } from '../support/go-tools.js';
 import { openssl } from '../support/openssl.js';
 
 const LISTENER = 'type.googleapis.com/envoy.config.listener.v3.Listener';
@@ -131,17 +131,7 @@ describe('JWT flow: a JWKS server over HTTPS, the daemon inlining its keys, toke
   });
 
   async function sidecarConfig(): Promise<Report> {
-    return runXdsValidate<Report>(validateBin, [
-      '-addr',
-      daemon.grpcAddr,
-      '-node-id',
-      'sidecar~127.0.0.1~echo-v1-abc.default~default.svc.cluster.local',
-      '-metadata',
-      JSON.stringify({ NAMESPACE: 'default', LABELS: { app: 'echo', version: 'v1' } }),
-      '-timeout',
-      '30s',
-      '-dump',
-    ]);
+    return runXdsValidate<Report>(validateBin, echoSidecarValidateArgs(daemon.grpcAddr));
   }
 
   /** The jwt_authn filter of the HTTP chain of port 19080 (protojson, as the validator decoded it). */

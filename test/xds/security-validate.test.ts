@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeConfigDir, startDaemon, type ConfigDir, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
-import { goToolPath, GO_TOOL_BUILD_TIMEOUT_MS } from '../support/go-tools.js';
+import { goToolPath, GO_TOOL_BUILD_TIMEOUT_MS, echoSidecarValidateArgs } from '../support/go-tools.js';
 
 const LISTENER = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 const CLUSTER = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
@@ -102,19 +102,7 @@ describe('security policy through a running daemon, validated as Envoy would', (
 
   async function validate(): Promise<Report> {
     const out = join(work, `report-${Date.now()}.json`);
-    const args = [
-      '-addr',
-      daemon.grpcAddr,
-      '-node-id',
-      'sidecar~127.0.0.1~echo-v1-abc.default~default.svc.cluster.local',
-      '-metadata',
-      JSON.stringify({ NAMESPACE: 'default', LABELS: { app: 'echo', version: 'v1' } }),
-      '-timeout',
-      '30s',
-      '-dump',
-      '-out',
-      out,
-    ];
+    const args = echoSidecarValidateArgs(daemon.grpcAddr, ['-out', out]);
     await new Promise<void>((resolve) => execFile(bin, args, { timeout: 60_000 }, () => resolve()));
     return JSON.parse(await readFile(out, 'utf8')) as Report;
   }
