@@ -5,7 +5,7 @@
  * and the exit code.
  */
 import type { Command } from 'commander';
-import { POD_INFO_DIR, PROXY_CONFIG_DIR, ROOT_CERT_PATH, SDS_SOCKET_PATH, TOKEN_PATH } from '../../agent/names.js';
+import { CERT_OUTPUT_DIR, POD_INFO_DIR, PROXY_CONFIG_DIR, ROOT_CERT_PATH, SDS_SOCKET_PATH, TOKEN_PATH } from '../../agent/names.js';
 import { CliError, type Cli } from '../runner.js';
 
 export function registerProxyCommand(program: Command, cli: Cli): void {
@@ -13,7 +13,7 @@ export function registerProxyCommand(program: Command, cli: Cli): void {
     .command('proxy')
     .description('Runs the proxy of a pod: gets the workload certificate, serves it to Envoy over SDS, writes the Envoy bootstrap, starts Envoy and answers readiness (15021) and merged metrics (15020).')
     .argument('<type>', 'sidecar or router (a gateway)')
-    .option('--mode <mode>', 'grpc: proxyless gRPC (not built yet: refused); default: Envoy.')
+    .option('--mode <mode>', 'grpc: proxyless gRPC (no Envoy: writes the certificate files and the gRPC xDS bootstrap); default: Envoy.')
     .option('--domain <domain>', 'DNS domain of the pod, <namespace>.svc.<cluster domain> (default: $POD_NAMESPACE.svc.cluster.local).')
     .option('--proxyLogLevel <level>', "Envoy's log level (trace, debug, info, warning, error, critical, off).", 'warning')
     .option('--proxyComponentLogLevel <levels>', "Envoy's per-component log levels, <component>:<level>,...")
@@ -24,7 +24,8 @@ export function registerProxyCommand(program: Command, cli: Cli): void {
     .option('--tokenPath <path>', 'The projected service-account token for audience mesh-ca.', TOKEN_PATH)
     .option('--rootCertPath <path>', 'The mesh root bundle (ConfigMap mesh-ca-root-cert).', ROOT_CERT_PATH)
     .option('--sdsSocket <path>', "The SDS socket the agent serves and Envoy's bootstrap names.", SDS_SOCKET_PATH)
-    .option('--configDir <dir>', 'Where the Envoy bootstrap (envoy-rev.json) is written.', PROXY_CONFIG_DIR)
+    .option('--configDir <dir>', 'Where the Envoy bootstrap (envoy-rev.json), or in --mode grpc the gRPC bootstrap (grpc-bootstrap.json), is written.', PROXY_CONFIG_DIR)
+    .option('--certDir <dir>', 'Where --mode grpc writes cert-chain.pem, key.pem and root-cert.pem.', CERT_OUTPUT_DIR)
     .option('--podInfoDir <dir>', "The downward-API files of the pod (labels: the node metadata's LABELS).", POD_INFO_DIR)
     .option('--xdsServerName <name>', "The name meshd's certificate must carry (default: the host of the discovery address).")
     .option('--secretTtl <duration>', 'Lifetime asked for the workload certificate.', '24h')
@@ -43,7 +44,6 @@ export function registerProxyCommand(program: Command, cli: Cli): void {
           if (err instanceof AgentSettingsError) throw new CliError(err.message, 2);
           throw err;
         }
-        if (settings.mode === 'grpc') throw new CliError('--mode grpc: proxyless gRPC (the gRPC xDS bootstrap and certificate files) is not built yet in this agent', 2);
         const { default: pino } = await import('pino');
         const log = pino({ level: settings.agentLogLevel, base: { component: 'mesh-agent' } }, pino.destination(2));
         const stop = new AbortController();
