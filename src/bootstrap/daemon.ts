@@ -310,7 +310,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const debug = new HttpService(cfg.debugOnHttp ? 'debug' : 'http', halfOpen('http'))
     .route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }))
     .route('/healthz', () => ({ body: 'ok\n' }));
-  if (cfg.debugOnHttp) registerDebug(debug, debugDeps);
+  if (cfg.debugOnHttp) registerDebug(debug, debugDeps, { allowRemote: cfg.debugRemote ?? false });
   const httpPort = await debug.listen(cfg.httpAddr);
   const ctrlz = cfg.ctrlz ? await startControlZ(cfg, metrics, logs) : undefined;
 
