@@ -11,6 +11,8 @@ export interface DaemonConfig {
   readonly httpAddr: ListenAddress;
   readonly monitoringAddr: ListenAddress;
   readonly debugOnHttp: boolean;
+  /** UNSAFE_ENABLE_ADMIN_ENDPOINTS: the debug views on --httpAddr answer non-loopback clients too. */
+  readonly debugRemote?: boolean;
   /** ControlZ (`--ctrlz_address`, `--ctrlz_port`; host '' = all addresses); absent: not served. */
   readonly ctrlz?: { readonly host: string; readonly port: number };
   /** `--profile`: CPU profiles and heap snapshots under ControlZ's `/debug/pprof/`. */

@@ -304,10 +304,13 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     .route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }))
     .route('/version', () => ({ body: info }));
   const monitoringPort = await monitoring.listen(cfg.monitoringAddr);
-  // --httpAddr serves readiness whatever the debug switch says (the rendered probe points there);
+  // --httpAddr serves readiness and liveness whatever the debug switch says (the rendered probes point there);
   // the debug views only with ENABLE_DEBUG_ON_HTTP.
-  const debug = new HttpService(cfg.debugOnHttp ? 'debug' : 'http', halfOpen('http')).route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }));
-  if (cfg.debugOnHttp) registerDebug(debug, debugDeps);
+  // `/healthz` is the liveness check: it answers while the event loop turns, ready or not.
+  const debug = new HttpService(cfg.debugOnHttp ? 'debug' : 'http', halfOpen('http'))
+    .route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }))
+    .route('/healthz', () => ({ body: 'ok\n' }));
+  if (cfg.debugOnHttp) registerDebug(debug, debugDeps, { allowRemote: cfg.debugRemote ?? false });
   const httpPort = await debug.listen(cfg.httpAddr);
   const ctrlz = cfg.ctrlz ? await startControlZ(cfg, metrics, logs) : undefined;
 

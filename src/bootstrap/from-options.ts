@@ -58,6 +58,7 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
     httpAddr: o.httpAddr ?? { host: '127.0.0.1', port: 8080 },
     monitoringAddr: required('--monitoringAddr', o.monitoringAddr),
     debugOnHttp: env.ENABLE_DEBUG_ON_HTTP && o.httpAddr !== null,
+    debugRemote: env.UNSAFE_ENABLE_ADMIN_ENDPOINTS,
     ctrlz: { host: o.ctrlzAddress === '*' ? '' : o.ctrlzAddress, port: o.ctrlzPort },
     profile: o.profile,
     configDir: o.configDir || undefined,

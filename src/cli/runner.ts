@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
+import { KubeUnreachableError } from '../kube/errors.js';
 import { parseBool } from '../util/parse.js';
 import type { CliIO } from './io.js';
 import { COMPLETE_COMMAND, COMPLETE_NO_DESC_COMMAND, runCompletionRequest, type CompletionProviders } from './complete.js';
@@ -93,6 +94,11 @@ export class CliError extends Error {
   }
 }
 
+/** The one line for an API server that could not be reached: the server and the reason. */
+export function unreachableMessage(err: KubeUnreachableError): string {
+  return `cannot reach the Kubernetes API server ${err.server}: ${err.message}`;
+}
+
 function isUserError(err: unknown): err is Error & { exitCode: number } {
   return err instanceof Error && typeof (err as { exitCode?: unknown }).exitCode === 'number';
 }
@@ -153,6 +159,11 @@ export async function runCli(program: Command, cli: Cli, argv: readonly string[]
     if (isUserError(err)) {
       io.err(`error: ${err.message}\n`);
       return err.exitCode;
+    }
+    if (err instanceof KubeUnreachableError) {
+      // Whatever command met it, an API server out of reach is the user's to fix: one line.
+      io.err(`error: ${unreachableMessage(err)}\n`);
+      return 1;
     }
     io.err(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     return 1;

@@ -27,6 +27,23 @@ export interface KubeStatus {
   };
 }
 
+/**
+ * The API server could not be reached: the connection was refused, the host is unknown, the TLS
+ * handshake failed, no answer came in time, or the connection broke before the answer. `server` is
+ * the API server's origin; `code` the system error code when there is one (ECONNREFUSED, …).
+ */
+export class KubeUnreachableError extends Error {
+  readonly server: string;
+  readonly code: string | undefined;
+
+  constructor(server: string, message: string, code: string | undefined, cause: unknown) {
+    super(message, { cause });
+    this.name = 'KubeUnreachableError';
+    this.server = server;
+    this.code = code;
+  }
+}
+
 /** Reasons the API server puts in a Status when the body has none, by HTTP status code. */
 const REASON_BY_CODE: Readonly<Record<number, string>> = {
   400: 'BadRequest',

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { KubeApiError } from './errors.js';
+import { KubeApiError, KubeUnreachableError } from './errors.js';
 import type { TokenBucket } from './rate-limiter.js';
 
 export interface HttpRequest {
@@ -263,7 +263,7 @@ export class KubeTransport {
         if (settled) return;
         settled = true;
         if (err.name === 'AbortError') reject(err);
-        else reject(Object.assign(new Error(`${what}: ${err.message}`, { cause: err }), { code: err.code }));
+        else reject(new KubeUnreachableError(this.server.origin, `${what}: ${err.message}`, err.code, err));
       });
       r.end(req.body);
     });

@@ -1,16 +1,37 @@
 /**
  * Debug endpoints on the HTTP address (ENABLE_DEBUG_ON_HTTP): `/debug` lists them, and each view
- * of debug-views.ts is served at `/debug/<name>` (query parameters as the view reads them).
+ * of debug-views.ts is served at `/debug/<name>` (query parameters as the view reads them), to
+ * loopback clients only unless UNSAFE_ENABLE_ADMIN_ENDPOINTS is true (ADR 0112).
  */
+import type { IncomingMessage } from 'node:http';
 import { debugViews, type DebugDeps } from './debug-views.js';
 import type { HttpService } from './http.js';
 
 export type { DebugDeps } from './debug-views.js';
 
-export function registerDebug(http: HttpService, d: DebugDeps): void {
-  http.route('/debug', () => ({ body: { endpoints: http.paths() } }));
+export interface DebugAccess {
+  /** UNSAFE_ENABLE_ADMIN_ENDPOINTS: answer clients on any address; otherwise loopback clients only. */
+  readonly allowRemote: boolean;
+}
+
+/** 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6 addresses. */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return v4.startsWith('127.') || address === '::1';
+}
+
+const REMOTE_REFUSED = {
+  status: 403,
+  body: { error: 'the debug interface answers loopback clients only; set UNSAFE_ENABLE_ADMIN_ENDPOINTS=true on the daemon to serve it to other addresses (it is not authenticated; not for production), or use meshctl, which reads the debug views over the xDS debug channel' },
+};
+
+export function registerDebug(http: HttpService, d: DebugDeps, access: DebugAccess = { allowRemote: false }): void {
+  const allowed = (req: IncomingMessage): boolean => access.allowRemote || isLoopback(req.socket.remoteAddress);
+  http.route('/debug', (req) => (allowed(req) ? { body: { endpoints: http.paths() } } : REMOTE_REFUSED));
   for (const [name, view] of debugViews(d)) {
-    http.route(`/debug/${name}`, (_req, url) => {
+    http.route(`/debug/${name}`, (req, url) => {
+      if (!allowed(req)) return REMOTE_REFUSED;
       const reply = view(url.searchParams);
       return { status: reply.status, body: reply.body as object };
     });

@@ -31,7 +31,7 @@ function names(ms: readonly ComponentManifest[], kind: string): string[] {
   return ms.flatMap((m) => m.objects).filter((o) => o.kind === kind).map((o) => o.metadata.name);
 }
 
-type Container = { name: string; args: string[]; command?: string[]; env: Array<{ name: string; value?: string; valueFrom?: unknown }>; readinessProbe: unknown; ports: Array<{ containerPort: number }> };
+type Container = { name: string; args: string[]; command?: string[]; env: Array<{ name: string; value?: string; valueFrom?: unknown }>; readinessProbe: unknown; livenessProbe?: unknown; resources?: { requests?: Record<string, string>; limits?: Record<string, string> }; ports: Array<{ containerPort: number }> };
 
 function container(d: K8sObject, name: string): Container {
   const spec = d.spec as { template: { spec: { containers: Container[] } } };
@@ -202,6 +202,10 @@ describe('meshd', () => {
     expect(daemonEnv.INJECTION_WEBHOOK_CONFIG_NAME).toBe('mesh-sidecar-injector');
     expect(daemonEnv.VALIDATION_WEBHOOK_CONFIG_NAME).toBe('mesh-mesh-x');
     expect(c.readinessProbe).toMatchObject({ httpGet: { path: '/ready', port: 8080 } });
+    // Liveness on --httpAddr too, on a path served whatever ENABLE_DEBUG_ON_HTTP says.
+    expect(c.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 8080 } });
+    // Sized from the measured footprint (ADR 0112): idle RSS about 130 MB, bench peaks up to 750 MB.
+    expect(c.resources).toEqual({ requests: { cpu: '500m', memory: '256Mi' }, limits: { memory: '2Gi' } });
     expect(c.ports.map((p) => p.containerPort)).toEqual([8080, 15010, 15012, 15014, 15017]);
   });
 

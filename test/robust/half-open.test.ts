@@ -44,8 +44,9 @@ describe('half-open connections and the debug switch', () => {
     await dir?.cleanup();
   });
 
-  it('--httpAddr answers /ready without the debug switch, and serves no debug view', async () => {
+  it('--httpAddr answers /ready and /healthz without the debug switch, and serves no debug view', async () => {
     expect(await get(d.httpAddr, '/ready')).toBe(200);
+    expect(await get(d.httpAddr, '/healthz')).toBe(200);
     expect(await get(d.httpAddr, '/debug/syncz')).toBe(404);
     expect(await get(d.httpAddr, '/debug/configz')).toBe(404);
   });

@@ -10,8 +10,8 @@
  * unreachable API server become user errors instead of stack traces.
  */
 import type { KubeClient } from '../../kube/client.js';
-import { KubeApiError } from '../../kube/errors.js';
-import { CliError } from '../runner.js';
+import { KubeApiError, KubeUnreachableError } from '../../kube/errors.js';
+import { CliError, unreachableMessage } from '../runner.js';
 import type { GlobalOptions } from './global-flags.js';
 import { kubeRequestLog } from './kube-log.js';
 
@@ -39,6 +39,7 @@ export async function withKubeClient<T>(makeClient: ClientFactory, fn: (client: 
 /** An API error or an unreachable API server `server` as a CliError; anything else as it is. */
 export function asUserError(err: unknown, server: string): unknown {
   if (err instanceof KubeApiError) return new CliError(`${err.reason}: ${err.apiMessage} (${err.method} ${err.path})`);
+  if (err instanceof KubeUnreachableError) return new CliError(unreachableMessage(err));
   if (NETWORK_CODES.has((err as NodeJS.ErrnoException).code ?? '')) return new CliError(`cannot reach the Kubernetes API server ${server}: ${(err as Error).message}`);
   return err;
 }

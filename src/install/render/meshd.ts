@@ -151,6 +151,9 @@ function renderDeployment(ctx: RenderContext, labels: Record<string, string>, se
       { name: 'https-webhooks', containerPort: MESHD_PORTS.webhooks, protocol: 'TCP' },
     ],
     readinessProbe: { httpGet: { path: '/ready', port: MESHD_PORTS.debug }, initialDelaySeconds: 1, periodSeconds: 3, timeoutSeconds: 5 },
+    // Liveness: `/healthz` answers while the daemon's event loop turns, whatever ENABLE_DEBUG_ON_HTTP
+    // says; a loop blocked for a minute (6 × 10 s) restarts the container (ADR 0112).
+    livenessProbe: { httpGet: { path: '/healthz', port: MESHD_PORTS.debug }, initialDelaySeconds: 10, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 },
     env: meshdEnv(ctx),
   });
   const resources = resourcesOf(k8s);
