@@ -30,7 +30,7 @@ import { createHash } from 'node:crypto';
 import { watch, type FSWatcher, type Stats } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
-import { parseConfigDocuments, type DocumentCache } from './parse.js';
+import { parseConfigDocumentsYielding, type DocumentCache } from './parse.js';
 import type { MemoryConfigStore } from './store.js';
 import type { ConfigObject, ConfigRejection } from './types.js';
 import { getLogger } from '../log/logger.js';
@@ -293,7 +293,7 @@ export class FileConfigSource {
     const { objects, rejections } =
       st.size > this.opts.maxFileBytes
         ? { objects: [], rejections: [{ origin, issues: [{ path: '', message: `file is larger than ${this.opts.maxFileBytes} bytes` }] }] }
-        : parseConfigDocuments(content.toString('utf8'), origin, this.opts.defaultNamespace, docs);
+        : await parseConfigDocumentsYielding(content.toString('utf8'), origin, this.opts.defaultNamespace, docs);
     for (const o of objects) {
       if (o.warnings && previous.get(idOfObject(o)) !== o) this.warn(o);
     }

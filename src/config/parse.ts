@@ -11,6 +11,7 @@
 import type { Document } from 'yaml';
 import { CONFIG_KINDS, kindByName, type KindDefinition } from './kinds.js';
 import type { ConfigMeta, ConfigObject, ConfigRejection, FieldIssue } from './types.js';
+import { yieldPoint } from '../util/cooperative.js';
 import { isRecord } from '../util/record.js';
 import { readYamlDocuments, yamlValue } from '../util/yaml.js';
 import { type ConfigIssue, isDns1123Label, isDns1123Subdomain, isWarning, join } from './validation/common.js';
@@ -38,6 +39,33 @@ export type DocumentCache = Map<string, ConfigObject>;
 export function parseConfigDocuments(text: string, origin: string, defaultNamespace: string, cache?: DocumentCache): ParseResult {
   const results = (cache && parseByDocument(text, origin, defaultNamespace, cache)) ?? parseWhole(readYamlDocuments(text), origin, defaultNamespace);
   return collect(results, origin);
+}
+
+/**
+ * As parseConfigDocuments, yielding the event loop between documents through the cooperative turn
+ * queue (src/util/cooperative.ts): a file of thousands of documents is parsed over many turns, so
+ * no synchronous stretch is longer than one document (docs/adr/0113). Same results as
+ * parseConfigDocuments. A text that cannot be split with certainty is parsed whole, at once.
+ */
+export async function parseConfigDocumentsYielding(text: string, origin: string, defaultNamespace: string, cache: DocumentCache = new Map()): Promise<ParseResult> {
+  const pieces = splitDocuments(text);
+  let results: DocumentResult[] | undefined;
+  if (pieces) {
+    results = [];
+    const next: DocumentCache = new Map();
+    for (const [index, piece] of pieces.entries()) {
+      const turn = yieldPoint();
+      if (turn) await turn;
+      const outcome = parsePiece(piece, index, origin, defaultNamespace, cache, next);
+      if (outcome === 'unsplittable') {
+        results = undefined;
+        break;
+      }
+      results.push(outcome.result);
+    }
+    if (results) refill(cache, next);
+  }
+  return collect(results ?? parseWhole(readYamlDocuments(text), origin, defaultNamespace), origin);
 }
 
 /** As parseConfigDocuments, for the documents of a text already read with readYamlDocuments. */
@@ -91,24 +119,41 @@ function parseByDocument(text: string, origin: string, defaultNamespace: string,
   const results: DocumentResult[] = [];
   const next: DocumentCache = new Map();
   for (const [index, piece] of pieces.entries()) {
-    const key = `${index}\n${piece.text}`;
-    const known = cache.get(key);
-    if (known) {
-      results.push(known);
-      next.set(key, known);
-      continue;
-    }
-    let docs = readYamlDocuments(piece.text);
-    if (docs.length !== 1) return undefined;
-    // A broken document is parsed again behind blank lines, so its errors name the lines of the whole text.
-    if (docs[0].errors.length > 0 && piece.line > 0) docs = readYamlDocuments('\n'.repeat(piece.line) + piece.text);
-    const result = parseDocument(docs[0], `${origin}#${index}`, defaultNamespace);
-    if (result && !('issues' in result)) next.set(key, result);
-    results.push(result);
+    const outcome = parsePiece(piece, index, origin, defaultNamespace, cache, next);
+    if (outcome === 'unsplittable') return undefined;
+    results.push(outcome.result);
   }
+  refill(cache, next);
+  return results;
+}
+
+/** One document of a split text: from `cache` when unchanged at its index, else parsed; valid results go into `next`. */
+function parsePiece(
+  piece: { text: string; line: number },
+  index: number,
+  origin: string,
+  defaultNamespace: string,
+  cache: DocumentCache,
+  next: DocumentCache,
+): { result: DocumentResult } | 'unsplittable' {
+  const key = `${index}\n${piece.text}`;
+  const known = cache.get(key);
+  if (known) {
+    next.set(key, known);
+    return { result: known };
+  }
+  let docs = readYamlDocuments(piece.text);
+  if (docs.length !== 1) return 'unsplittable';
+  // A broken document is parsed again behind blank lines, so its errors name the lines of the whole text.
+  if (docs[0].errors.length > 0 && piece.line > 0) docs = readYamlDocuments('\n'.repeat(piece.line) + piece.text);
+  const result = parseDocument(docs[0], `${origin}#${index}`, defaultNamespace);
+  if (result && !('issues' in result)) next.set(key, result);
+  return { result };
+}
+
+function refill(cache: DocumentCache, next: DocumentCache): void {
   cache.clear();
   for (const [k, v] of next) cache.set(k, v);
-  return results;
 }
 
 /**

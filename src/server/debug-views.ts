@@ -70,42 +70,7 @@ function findConnection(d: DebugDeps, id: string): Connection | undefined {
 export function debugViews(d: DebugDeps): ReadonlyMap<string, DebugView> {
   const views = new Map<string, DebugView>();
 
-  views.set('syncz', () =>
-    ok(
-      [...d.ads.connections.values()].map((c) => ({
-        proxy: c.proxy.id,
-        connection: c.id,
-        controlPlane: d.identity,
-        identity: c.identity ?? null,
-        type: c.proxy.type,
-        namespace: c.proxy.namespace,
-        workload: c.proxy.workloadId,
-        proxyVersion: typeof c.proxy.metadata.MESH_VERSION === 'string' ? c.proxy.metadata.MESH_VERSION : '',
-        delta: c.delta,
-        connectedAt: new Date(c.connectedAt).toISOString(),
-        watches: Object.fromEntries(
-          PUSH_ORDER.filter((t) => ALWAYS_LISTED.has(t) || c.watches.has(t)).map((t) => {
-            const w = c.watches.get(t);
-            return [
-              shortType[t],
-              {
-                names: w ? (w.names ? [...w.names] : '*') : [],
-                resources: w ? Connection.heldCount(w) : 0,
-                sentVersion: w?.versionSent ?? '',
-                sentNonce: w?.nonceSent ?? '',
-                ackedVersion: w?.versionAcked ?? '',
-                ackedNonce: w?.nonceAcked ?? '',
-                status: syncStatus(w),
-                lastError: w?.lastError,
-                lastSentAt: w?.lastSentAt ? new Date(w.lastSentAt).toISOString() : undefined,
-                lastAckAt: w?.lastAckAt ? new Date(w.lastAckAt).toISOString() : undefined,
-              },
-            ];
-          }),
-        ),
-      })),
-    ),
-  );
+  views.set('syncz', () => ok([...synczEntries(d)]));
 
   views.set('connections', () =>
     ok({
@@ -178,4 +143,45 @@ export function debugViews(d: DebugDeps): ReadonlyMap<string, DebugView> {
 function stripType(o: Record<string, unknown>): Record<string, unknown> {
   const { '@type': _type, ...rest } = o;
   return rest;
+}
+
+/**
+ * The entries of the `syncz` view, one per connection, built one at a time: the HTTP route streams
+ * them (debug.ts), so large subscriptions are never rendered as one string.
+ */
+export function* synczEntries(d: DebugDeps): Generator<object, void, undefined> {
+  for (const c of [...d.ads.connections.values()]) {
+    yield {
+      proxy: c.proxy.id,
+      connection: c.id,
+      controlPlane: d.identity,
+      identity: c.identity ?? null,
+      type: c.proxy.type,
+      namespace: c.proxy.namespace,
+      workload: c.proxy.workloadId,
+      proxyVersion: typeof c.proxy.metadata.MESH_VERSION === 'string' ? c.proxy.metadata.MESH_VERSION : '',
+      delta: c.delta,
+      connectedAt: new Date(c.connectedAt).toISOString(),
+      watches: Object.fromEntries(
+        PUSH_ORDER.filter((t) => ALWAYS_LISTED.has(t) || c.watches.has(t)).map((t) => {
+          const w = c.watches.get(t);
+          return [
+            shortType[t],
+            {
+              names: w ? (w.names ? [...w.names] : '*') : [],
+              resources: w ? Connection.heldCount(w) : 0,
+              sentVersion: w?.versionSent ?? '',
+              sentNonce: w?.nonceSent ?? '',
+              ackedVersion: w?.versionAcked ?? '',
+              ackedNonce: w?.nonceAcked ?? '',
+              status: syncStatus(w),
+              lastError: w?.lastError,
+              lastSentAt: w?.lastSentAt ? new Date(w.lastSentAt).toISOString() : undefined,
+              lastAckAt: w?.lastAckAt ? new Date(w.lastAckAt).toISOString() : undefined,
+            },
+          ];
+        }),
+      ),
+    };
+  }
 }

@@ -9,7 +9,16 @@ export interface HttpReply {
   readonly contentType?: string;
   /** More response headers (content-disposition, cache-control …). */
   readonly headers?: Readonly<Record<string, string>>;
-  readonly body: string | Buffer | object;
+  readonly body: string | Buffer | object | Streamed;
+}
+
+/**
+ * A response body written chunk by chunk as the iterable yields (chunked transfer encoding), each
+ * chunk waiting until the client has taken the previous ones (backpressure); abandoned when the
+ * client goes.
+ */
+export class Streamed {
+  constructor(readonly chunks: AsyncIterable<string | Buffer>) {}
 }
 
 export interface RouteOptions {
@@ -86,9 +95,12 @@ export class HttpService {
       return;
     }
     try {
-      send(res, await route.handler(req, url, body));
+      const reply = await route.handler(req, url, body);
+      if (reply.body instanceof Streamed) await sendStreamed(res, reply, reply.body);
+      else send(res, reply);
     } catch (e) {
-      send(res, { status: 500, body: { error: e instanceof Error ? e.message : String(e) } });
+      if (!res.headersSent) send(res, { status: 500, body: { error: e instanceof Error ? e.message : String(e) } });
+      else res.destroy(); // a streamed body that failed half-way: the client sees a cut response, not a valid one
     }
   }
 }
@@ -129,6 +141,27 @@ function refuseBody(req: IncomingMessage, res: ServerResponse, reply: HttpReply)
   res.once('finish', () => socket?.destroySoon());
   send(res, reply);
   req.pause();
+}
+
+async function sendStreamed(res: ServerResponse, reply: HttpReply, body: Streamed): Promise<void> {
+  res.writeHead(reply.status ?? 200, { ...reply.headers, 'content-type': reply.contentType ?? 'application/json' });
+  for await (const chunk of body.chunks) {
+    if (res.destroyed) return; // leaving the loop ends the generator
+    if (!res.write(chunk)) await drainedOrClosed(res);
+  }
+  if (!res.destroyed) res.end();
+}
+
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 function send(res: ServerResponse, reply: HttpReply): void {

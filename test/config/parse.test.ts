@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseConfigDocuments } from '../../src/config/parse.js';
+import { parseConfigDocuments, parseConfigDocumentsYielding } from '../../src/config/parse.js';
 import type { ConfigObject } from '../../src/config/types.js';
 import type { DestinationRule, VirtualService } from '../../src/gen/config/schemas.js';
 
@@ -172,6 +172,15 @@ describe('parseConfigDocuments with a document cache (an edited file re-parses o
     const cache = new Map();
     const first = parseConfigDocuments(text, 'f.yaml', 'default', cache);
     const again = parseConfigDocuments(text, 'f.yaml', 'default', cache);
+    expect(first).toEqual(whole);
+    expect(again).toEqual(whole);
+  });
+
+  it.each(Object.entries(texts))('the yielding parse (the file source\'s) gives the same results and reuses the cache: %s', async (_, text) => {
+    const whole = parseConfigDocuments(text, 'f.yaml', 'default');
+    const cache = new Map();
+    const first = await parseConfigDocumentsYielding(text, 'f.yaml', 'default', cache);
+    const again = await parseConfigDocumentsYielding(text, 'f.yaml', 'default', cache);
     expect(first).toEqual(whole);
     expect(again).toEqual(whole);
   });
