@@ -142,6 +142,24 @@ describe('the API server calls meshd over TLS', () => {
     expect(await daemon!.metric('sidecar_injection_success_total')).toBeGreaterThanOrEqual(1);
   }, 150_000);
 
+  it('a Deployment of an enabled namespace gets injected pods: the controller manager creates them through the webhook', async () => {
+    const template = pod(enabledNs, 'web');
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: enabledNs },
+      spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: template.spec } },
+    };
+    await client.create(deployment as KubeObject);
+    const created = await eventually(
+      "the Deployment's pod",
+      async () => (await client.list<Pod & KubeObject>('v1', 'Pod', { namespace: enabledNs, labelSelector: 'app=web' })).items[0],
+      { timeoutMs: 90_000, retryErrors: true },
+    );
+    expect(names(created)).toEqual(['app', 'mesh-init', 'mesh-proxy']);
+    expect(created.metadata?.annotations?.['sidecar.mesh.io/status']).toBeDefined();
+  }, 120_000);
+
   it('leaves alone a pod of a namespace without the label, an opted-out pod, and an already injected pod', async () => {
     const plain = (await client.create(pod(plainNs, 'plain'))) as Pod;
     expect(names(plain)).toEqual(['app']);
