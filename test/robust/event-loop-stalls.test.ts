@@ -15,8 +15,6 @@ import { meshObjects, sidecarNode } from './support.js';
 
 jest.setTimeout(120_000);
 
-/** Generous for a loaded 2-core machine; the unyielding code stalls for seconds here. */
-const STALL_BOUND_MS = 300;
 
 function get(addr: string, path: string): Promise<{ status: number; bytes: number }> {
   return new Promise((resolve, reject) => {
@@ -93,6 +91,8 @@ describe('event-loop stalls', () => {
     expect(syncz.status).toBe(200);
     expect(syncz.bytes).toBeGreaterThan(60_000_000);
     expect(answered).toBeGreaterThan(5);
-    expect(longestMs).toBeLessThan(STALL_BOUND_MS);
+    // rendered and written in one piece, the whole render was one stall (429 of 600 ms); streamed,
+    // the longest is a small part of it (253 of 1,500 ms), also on a loaded machine
+    expect(longestMs).toBeLessThan(tookMs / 3);
   });
 });
