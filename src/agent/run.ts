@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { durationMs } from '../util/config-duration.js';
 import { envoyBootstrap } from './bootstrap.js';
-import { CertificateManager } from './certificates.js';
+import { CertificateManager, type CertificateManagerOptions } from './certificates.js';
 import { GRPC_BOOTSTRAP_FILE, grpcAgentBootstrap, grpcCertPaths, writeGrpcCertFiles } from './grpc-agent.js';
 import { EnvoyProcess } from './envoy.js';
 import { agentMetrics } from './metrics.js';
@@ -43,10 +43,15 @@ export function bootstrapPath(s: AgentSettings): string {
   return join(s.paths.configDir, ENVOY_BOOTSTRAP_PATH.slice(PROXY_CONFIG_DIR.length + 1));
 }
 
+/** How the agent reaches the certificate service: CA_ADDR, checked for its own TLS name. */
+export function caClientOptions(s: AgentSettings): CertificateManagerOptions['ca'] {
+  return { address: s.caAddress, serverName: s.caServerName, timeoutMs: 10_000 };
+}
+
 function certificateManager(s: AgentSettings, log: Logger, metrics: ReturnType<typeof agentMetrics>): CertificateManager {
   const jitter = Math.min(0.1, s.secretGraceRatio / 2, (1 - s.secretGraceRatio) / 2);
   const certs = new CertificateManager({
-    ca: { address: s.caAddress, serverName: s.xdsServerName, timeoutMs: 10_000 },
+    ca: caClientOptions(s),
     identity: s.identity,
     readToken: () => readFile(s.paths.token, 'utf8'),
     readRoots: () => readFile(s.paths.rootCert, 'utf8'),

@@ -69,6 +69,7 @@ export interface ProxyFlags {
   readonly certDir?: string;
   readonly podInfoDir?: string;
   readonly xdsServerName?: string;
+  readonly caServerName?: string;
   readonly secretTtl?: string;
   readonly secretGracePeriodRatio?: string;
 }
@@ -92,6 +93,11 @@ export interface AgentSettings {
   readonly caAddress: string;
   /** The name meshd's certificate is checked for (default: the host of the address). */
   readonly xdsServerName: string;
+  /**
+   * The name the certificate service's certificate is checked for: --caServerName, else the host
+   * of CA_ADDR (--xdsServerName when CA_ADDR is meshd's host, as it is by default).
+   */
+  readonly caServerName: string;
   /** Node metadata from MESH_META_* and the pod (strings, and LABELS). */
   readonly metadata: Readonly<Record<string, unknown>>;
   readonly paths: {
@@ -141,16 +147,68 @@ function required(env: Readonly<Record<string, string | undefined>>, name: strin
   return v;
 }
 
-/** `default:info,foo:debug` → the agent's level; scopes other than default/all are refused. */
-export function agentLevel(text: string): AgentSettings['agentLogLevel'] {
+/** Why `text` is not Envoy's `<component>:<level>[,...]`, or undefined when it is. */
+export function proxyComponentLevelProblem(text: string): string | undefined {
+  for (const part of text.split(',').filter(Boolean)) {
+    const [c, l, ...rest] = part.split(':');
+    if (!c || !/^[a-z0-9_]+$/.test(c) || !l || rest.length > 0 || !ENVOY_LEVELS.includes(l)) return `${JSON.stringify(part)} is not <component>:<level> (levels ${ENVOY_LEVELS.join(', ')})`;
+  }
+  return undefined;
+}
+
+/**
+ * The scopes of the agent's `--log_output_level`: `default` (or `all`) is the proxy agent's own
+ * log; `capture` is the init step's (the injector gives both containers the same value, and
+ * `mesh-agent capture` reads its scope, else default).
+ */
+export const AGENT_LOG_SCOPES: ReadonlyArray<string> = ['default', 'all', 'capture'];
+
+/**
+ * `default:info,capture:debug` → the proxy agent's level, or why the text is not one (scopes other
+ * than AGENT_LOG_SCOPES are refused).
+ */
+export function parseAgentLevel(text: string): { level: AgentSettings['agentLogLevel'] } | { problem: string } {
   let level: AgentSettings['agentLogLevel'] = 'info';
   for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
     const [scope, lvl, ...rest] = part.split(':');
-    if (rest.length > 0 || !lvl || !(lvl in AGENT_LEVELS)) bad('--log_output_level', `${JSON.stringify(part)} is not <scope>:<level> (levels ${Object.keys(AGENT_LEVELS).join(', ')})`);
-    if (scope !== 'default' && scope !== 'all') bad('--log_output_level', `scope ${JSON.stringify(scope)}: the agent logs under one scope, default (or all)`);
-    level = AGENT_LEVELS[lvl as keyof typeof AGENT_LEVELS];
+    if (rest.length > 0 || !scope || !lvl || !(lvl in AGENT_LEVELS)) return { problem: `${JSON.stringify(part)} is not <scope>:<level> (levels ${Object.keys(AGENT_LEVELS).join(', ')})` };
+    if (!AGENT_LOG_SCOPES.includes(scope)) return { problem: `scope ${JSON.stringify(scope)}: the agent logs under default (or all), its init step under capture` };
+    if (scope !== 'capture') level = AGENT_LEVELS[lvl as keyof typeof AGENT_LEVELS];
   }
-  return level;
+  return { level };
+}
+
+/** parseAgentLevel for --log_output_level, refusing by name. */
+export function agentLevel(text: string): AgentSettings['agentLogLevel'] {
+  const r = parseAgentLevel(text);
+  return 'level' in r ? r.level : bad('--log_output_level', r.problem);
+}
+
+/**
+ * The agent's part of the control plane's `values.global.logging.level` (meshd's
+ * `--log_output_level`, whose other scopes — ads, model, ... — are meshd's own): the level of its
+ * last `default` or `all` entry as `default:<level>`, else `default:info`. The level itself is not
+ * checked here; agentLevel checks the result.
+ */
+export function agentLogLevelOfMesh(meshLevels: string | undefined): string {
+  let level = 'info';
+  for (const part of (meshLevels ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+    const colon = part.lastIndexOf(':');
+    const scope = colon < 0 ? 'default' : part.slice(0, colon);
+    if (scope === 'default' || scope === 'all') level = part.slice(colon + 1);
+  }
+  return `default:${level}`;
+}
+
+/**
+ * Tracing defaults of PROXY_CONFIG. The agent writes no tracer into the bootstrap: the public
+ * ProxyConfig names no collector, and spans are a listener's setting (meshd's HCM tracing), which
+ * reads these values from the node metadata (PROXY_CONFIG) the agent sends. Checked here so a
+ * wrong value is refused at start-up by name (docs/adr/0143).
+ */
+function checkTracing(t: ProxyDefaults['tracing']): void {
+  if (!t) return;
+  if (t.sampling !== undefined && !(t.sampling >= 0 && t.sampling <= 100)) bad('PROXY_CONFIG.tracing.sampling', `${t.sampling} is not a percentage from 0 to 100`);
 }
 
 /** Downward-API file text (`key="value"` per line, values quoted Go-style) → map. */
@@ -202,13 +260,16 @@ export function agentSettings(kindArg: string, flags: ProxyFlags, env: Readonly<
     if (!r.success) bad('PROXY_CONFIG', r.error.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; '));
     proxyConfig = r.data as ProxyDefaults;
   }
-  if (proxyConfig.tracing && Object.keys(proxyConfig.tracing).length > 0) bad('PROXY_CONFIG.tracing', 'tracing is not supported by this agent yet');
+  checkTracing(proxyConfig.tracing);
   if (proxyConfig.configPath && proxyConfig.configPath !== PROXY_CONFIG_DIR && !flags.configDir) bad('PROXY_CONFIG.configPath', `only ${PROXY_CONFIG_DIR} is supported (the injector mounts it)`);
   const discoveryAddress = hostPort(proxyConfig.discoveryAddress || `meshd.mesh-system.svc:15012`, 'PROXY_CONFIG.discoveryAddress');
   const caAddress = hostPort(env.CA_ADDR || discoveryAddress, 'CA_ADDR');
   const serverHost = (a: string): string => a.slice(0, a.lastIndexOf(':')).replace(/^\[|\]$/g, '');
   const xdsServerName = flags.xdsServerName || serverHost(discoveryAddress);
-  if (flags.xdsServerName === undefined && serverHost(caAddress) !== serverHost(discoveryAddress)) bad('CA_ADDR', 'a certificate service on another host than PROXY_CONFIG.discoveryAddress is not supported yet');
+  const caServerName = flags.caServerName || (serverHost(caAddress) === serverHost(discoveryAddress) ? xdsServerName : serverHost(caAddress));
+  for (const [flag, name] of [['--xdsServerName', flags.xdsServerName], ['--caServerName', flags.caServerName]] as const) {
+    if (name !== undefined && name !== '' && !/^[A-Za-z0-9.-]+$/.test(name)) bad(flag, `${JSON.stringify(name)} is not a DNS name`);
+  }
 
   const domain = flags.domain || `${namespace}.svc.cluster.local`;
   if (!/^[A-Za-z0-9.-]+$/.test(domain)) bad('--domain', `${JSON.stringify(domain)} is not a DNS domain (was $(POD_NAMESPACE) expanded?)`);
@@ -216,10 +277,8 @@ export function agentSettings(kindArg: string, flags: ProxyFlags, env: Readonly<
   const proxyLogLevel = flags.proxyLogLevel ?? 'warning';
   if (!ENVOY_LEVELS.includes(proxyLogLevel)) bad('--proxyLogLevel', `${JSON.stringify(proxyLogLevel)} is not one of ${ENVOY_LEVELS.join(', ')}`);
   const proxyComponentLogLevel = flags.proxyComponentLogLevel ?? '';
-  for (const part of proxyComponentLogLevel.split(',').filter(Boolean)) {
-    const [c, l] = part.split(':');
-    if (!c || !l || !ENVOY_LEVELS.includes(l)) bad('--proxyComponentLogLevel', `${JSON.stringify(part)} is not <component>:<level>`);
-  }
+  const componentProblem = proxyComponentLevelProblem(proxyComponentLogLevel);
+  if (componentProblem) bad('--proxyComponentLogLevel', componentProblem);
 
   const metadata: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(env)) if (k.startsWith(META_ENV_PREFIX) && k.length > META_ENV_PREFIX.length && v !== undefined) metadata[k.slice(META_ENV_PREFIX.length)] = v;
@@ -295,6 +354,7 @@ export function agentSettings(kindArg: string, flags: ProxyFlags, env: Readonly<
     discoveryAddress,
     caAddress,
     xdsServerName,
+    caServerName,
     metadata,
     paths: {
       token: flags.tokenPath || TOKEN_PATH,

@@ -47,8 +47,8 @@ const pod = (annotations: Record<string, string> = {}, containers?: Container[])
 const FACTS = { name: 'web-0', namespace: 'shop', podIP: '10.1.2.3', serviceAccount: 'web' };
 
 /** The agent's settings for the proxy container of `p` injected with `over` inputs. */
-function settingsOf(p: Pod, env: Record<string, string | undefined> = {}): { settings: AgentSettings; proxy: Container } {
-  const { pod: out } = injectPod(p, 'shop', inputs);
+function settingsOf(p: Pod, env: Record<string, string | undefined> = {}, over: Partial<InjectionInputs> = {}): { settings: AgentSettings; proxy: Container } {
+  const { pod: out } = injectPod(p, 'shop', { ...inputs, ...over });
   const proxy = out.spec!.containers.find((c) => c.name === 'mesh-proxy') as Container;
   const kenv = { ...kubeletEnv(proxy, FACTS), ...env };
   const { type, flags } = proxyFlags(kubeletArgs(proxy, kenv as Record<string, string>));
@@ -162,7 +162,8 @@ describe('settings the agent refuses, by name', () => {
     [{ POD_NAME: undefined }, /POD_NAME: is not set/],
     [{ INSTANCE_IP: 'not-an-ip' }, /INSTANCE_IP/],
     [{ PROXY_CONFIG: '{"discoveryAddress": 7}' }, /PROXY_CONFIG: discoveryAddress/],
-    [{ PROXY_CONFIG: '{"tracing": {"sampling": 1}}' }, /PROXY_CONFIG.tracing/],
+    [{ PROXY_CONFIG: '{"tracing": {"sampling": 101}}' }, /PROXY_CONFIG.tracing.sampling: 101 is not a percentage from 0 to 100/],
+    [{ PROXY_CONFIG: '{"tracing": {"zipkin": {"address": "zipkin:9411"}}}' }, /PROXY_CONFIG: tracing: Unrecognized key: "zipkin"/],
     [{ MESH_KUBE_APP_PROBERS: '{"/elsewhere": {"httpGet": {"port": 1}}}' }, /MESH_KUBE_APP_PROBERS/],
     [{ REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION: 'maybe' }, /REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION/],
   ])('%j', (env, message) => {
@@ -174,8 +175,38 @@ describe('settings the agent refuses, by name', () => {
     const env = kubeletEnv(injectPod(pod(), 'shop', inputs).pod.spec!.containers.find((c) => c.name === 'mesh-proxy')!, FACTS);
     expect(() => agentSettings('sidecar', { mode: 'ambient' }, env)).toThrow(/--mode/);
     expect(() => agentSettings('sidecar', { log_output_level: 'cache:debug' }, env)).toThrow(/--log_output_level: scope "cache"/);
+    expect(() => agentSettings('sidecar', { proxyComponentLogLevel: 'misc:loud' }, env)).toThrow(/--proxyComponentLogLevel: "misc:loud"/);
+    expect(() => agentSettings('sidecar', { caServerName: 'ca example' }, env)).toThrow(/--caServerName/);
     expect(() => agentSettings('sidecar', { secretTtl: 'soon' }, env)).toThrow(/--secretTtl/);
     expect(() => agentSettings('waypoint', {}, env)).toThrow(/proxy type/);
     expect(agentSettings('sidecar', { log_output_level: 'default:debug' }, env).agentLogLevel).toBe('debug');
+  });
+});
+
+describe('what the injector admits, the agent runs', () => {
+  it('tracing defaults of the mesh (sampling, maxPathTagLength) reach meshd in the node metadata', () => {
+    const mesh = { trustDomain: 'cluster.local', defaultConfig: { tracing: { sampling: 100, maxPathTagLength: 99 } } };
+    const { settings } = settingsOf(pod(), {}, { mesh });
+    expect(settings.proxyConfig.tracing).toEqual({ sampling: 100, maxPathTagLength: 99 });
+    expect((envoyBootstrap(settings, '/s').node as { metadata: { PROXY_CONFIG: unknown } }).metadata.PROXY_CONFIG).toMatchObject({ tracing: { sampling: 100 } });
+  });
+
+  it('the agent log level of the annotation, with the init step\'s capture scope', () => {
+    const { settings, proxy } = settingsOf(pod({ 'sidecar.mesh.io/agentLogLevel': 'default:debug,capture:warn' }));
+    expect(proxy.args).toContain('--log_output_level=default:debug,capture:warn');
+    expect(settings.agentLogLevel).toBe('debug');
+  });
+
+  it("the control plane's global.logging.level with meshd's scopes: the agent gets its default level", () => {
+    const values = parseInjectionValues(JSON.stringify({ global: { logging: { level: 'default:warn,ads:debug,model:error' } } }));
+    const { settings, proxy } = settingsOf(pod(), {}, { values });
+    expect(proxy.args).toContain('--log_output_level=default:warn');
+    expect(settings.agentLogLevel).toBe('warn');
+  });
+
+  it('a certificate service on another host: its own TLS name, meshd keeps its own', () => {
+    const values = parseInjectionValues(JSON.stringify({ global: { discoveryAddress: 'meshd.mesh-system.svc:15012', caAddress: 'ca.security.svc:8060' } }));
+    const { settings } = settingsOf(pod(), {}, { values });
+    expect([settings.caAddress, settings.caServerName, settings.xdsServerName]).toEqual(['ca.security.svc:8060', 'ca.security.svc', 'meshd.mesh-system.svc']);
   });
 });

@@ -17,7 +17,7 @@ export function registerProxyCommand(program: Command, cli: Cli): void {
     .option('--domain <domain>', 'DNS domain of the pod, <namespace>.svc.<cluster domain> (default: $POD_NAMESPACE.svc.cluster.local).')
     .option('--proxyLogLevel <level>', "Envoy's log level (trace, debug, info, warning, error, critical, off).", 'warning')
     .option('--proxyComponentLogLevel <levels>', "Envoy's per-component log levels, <component>:<level>,...")
-    .option('--log_output_level <levels>', "The agent's log level, default:<level> (debug, info, warn, error, fatal, none).", 'default:info')
+    .option('--log_output_level <levels>', "The agent's log level, default:<level> (debug, info, warn, error, fatal, none); a capture:<level> entry is the init step's and is skipped here.", 'default:info')
     .option('--statusPort <port>', 'Port of merged metrics (/stats/prometheus) and rewritten application probes (/app-health/...) (default: PROXY_CONFIG.statusPort, else 15020).')
     .option('--healthPort <port>', 'Port of the readiness endpoint /healthz/ready.', '15021')
     .option('--envoyBinary <path>', 'The Envoy executable (default: PROXY_CONFIG.binaryPath, else /usr/local/bin/envoy).')
@@ -28,6 +28,7 @@ export function registerProxyCommand(program: Command, cli: Cli): void {
     .option('--certDir <dir>', 'Where --mode grpc writes cert-chain.pem, key.pem and root-cert.pem.', CERT_OUTPUT_DIR)
     .option('--podInfoDir <dir>', "The downward-API files of the pod (labels: the node metadata's LABELS).", POD_INFO_DIR)
     .option('--xdsServerName <name>', "The name meshd's certificate must carry (default: the host of the discovery address).")
+    .option('--caServerName <name>', "The name the certificate service's certificate must carry (default: the host of CA_ADDR; --xdsServerName when that is meshd's host).")
     .option('--secretTtl <duration>', 'Lifetime asked for the workload certificate.', '24h')
     .option('--secretGracePeriodRatio <ratio>', 'Renew once this fraction of the lifetime has passed (0.1 to 0.9; jittered).', '0.5')
     .action(
