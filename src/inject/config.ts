@@ -96,7 +96,11 @@ export const InjectionValuesSchema = z.looseObject({
       caAddress: z.string().optional(),
       imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
       imagePullSecrets: z.array(z.string()).optional(),
-      jwtPolicy: z.enum(['third-party-jwt', 'first-party-jwt']).optional(),
+      /** Only `third-party-jwt`: the agent proves the pod's identity with the projected token for audience mesh-ca. */
+      jwtPolicy: z
+        .string()
+        .refine((v) => v === 'third-party-jwt', { message: 'only third-party-jwt is supported (mesh-agent proves the pod with its projected token for audience mesh-ca; it has no first-party-jwt mode)' })
+        .optional(),
       trustDomain: z.string().optional(),
       meshID: z.string().optional(),
       network: z.string().optional(),

@@ -5,6 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { PROXY_INBOUND_EXCLUDED_PORTS, PROXY_PORTS } from '../agent/names.js';
+import { agentLogLevelOfMesh, parseAgentLevel, proxyComponentLevelProblem } from '../agent/settings.js';
 import { readYaml } from '../util/yaml.js';
 import { parseProxyDefaults, type InjectionInputs, type ProxyDefaults } from './config.js';
 import { InjectionError } from './errors.js';
@@ -206,10 +207,16 @@ export function proxySettings(pod: Pod, inputs: InjectionInputs): ProxySettings 
   const logLevel = a[ANNOTATIONS.logLevel] ?? p.logLevel ?? 'warning';
   if (!LOG_LEVELS.includes(logLevel)) bad(ANNOTATIONS.logLevel, `${JSON.stringify(logLevel)} is not one of ${LOG_LEVELS.join(', ')}`);
   const componentLogLevel = a[ANNOTATIONS.componentLogLevel] ?? p.componentLogLevel ?? 'misc:error';
-  if (!/^[a-z_]+:[a-z]+(,[a-z_]+:[a-z]+)*$/.test(componentLogLevel)) bad(ANNOTATIONS.componentLogLevel, `${JSON.stringify(componentLogLevel)} is not <component>:<level>[,...]`);
-  const agentLogLevel = a[ANNOTATIONS.agentLogLevel] ?? g.logging?.level ?? 'default:info';
-  if (!/^[a-zA-Z_]+:(debug|info|warn|error|fatal|none)(,[a-zA-Z_]+:(debug|info|warn|error|fatal|none))*$/.test(agentLogLevel)) {
-    bad(ANNOTATIONS.agentLogLevel, `${JSON.stringify(agentLogLevel)} is not <scope>:<level>[,...] (levels debug, info, warn, error, fatal, none)`);
+  const componentProblem = proxyComponentLevelProblem(componentLogLevel);
+  if (componentProblem) bad(ANNOTATIONS.componentLogLevel, componentProblem);
+  // The annotation is the agent's own and must be what it runs with; the values' level is the
+  // control plane's (meshd's scopes too), of which the agent takes its default level.
+  const annotatedAgentLevel = a[ANNOTATIONS.agentLogLevel];
+  const agentLogLevel = annotatedAgentLevel ?? agentLogLevelOfMesh(g.logging?.level);
+  const agentLevelCheck = parseAgentLevel(agentLogLevel);
+  if ('problem' in agentLevelCheck) {
+    if (annotatedAgentLevel !== undefined) bad(ANNOTATIONS.agentLogLevel, agentLevelCheck.problem);
+    throw new InjectionError('values.global.logging.level', `${JSON.stringify(g.logging?.level)}: its default level: ${agentLevelCheck.problem}`);
   }
 
   const modeRaw = a[ANNOTATIONS.interceptionMode] ?? p.interceptionMode ?? proxyConfig.interceptionMode ?? 'REDIRECT';

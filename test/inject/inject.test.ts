@@ -178,6 +178,10 @@ describe('annotations', () => {
     ['inject.mesh.io/templates', 'sidecar,spire', 'no such template'],
     ['status.sidecar.mesh.io/port', '70000', 'whole number from 0 to 65535'],
     ['sidecar.mesh.io/userVolume', '[1]', 'JSON map'],
+    // what mesh-agent would refuse at start is refused at admission
+    ['sidecar.mesh.io/agentLogLevel', 'default:info,ads:debug', 'scope "ads": the agent logs under default (or all), its init step under capture'],
+    ['sidecar.mesh.io/agentLogLevel', 'default:loud', '"default:loud" is not <scope>:<level>'],
+    ['sidecar.mesh.io/componentLogLevel', 'misc:loud', '"misc:loud" is not <component>:<level>'],
   ])('%s: %s is refused with the annotation named', (name, value, reason) => {
     let err: unknown;
     try {
@@ -262,6 +266,18 @@ describe('configuration', () => {
     expect(() => parseInjectorConfig('templates: {custom: "x"}')).toThrow('templates: unknown field');
     expect(() => parseInjectionValues('{"global": {"proxy": {"logLevel": 3}}}')).toThrow(InjectionConfigError);
     expect(() => injectorConfigMapContent({}, 'ConfigMap x/y')).toThrow('ConfigMap x/y: has neither key config nor key values');
+  });
+
+  it('refuses global.jwtPolicy first-party-jwt, which mesh-agent cannot run', () => {
+    expect(() => parseInjectionValues('{"global": {"jwtPolicy": "first-party-jwt"}}', 'ConfigMap mesh-system/mesh-sidecar-injector key values')).toThrow(
+      'ConfigMap mesh-system/mesh-sidecar-injector key values: global.jwtPolicy: only third-party-jwt is supported',
+    );
+    expect(parseInjectionValues('{"global": {"jwtPolicy": "third-party-jwt"}}').global?.jwtPolicy).toBe('third-party-jwt');
+  });
+
+  it("a bad default level in global.logging.level is refused naming the values key", () => {
+    const values = parseInjectionValues('{"global": {"logging": {"level": "default:loud,ads:debug"}}}');
+    expect(() => injectPod(pod(), 'shop', inputs({ values }))).toThrow('values.global.logging.level: "default:loud,ads:debug": its default level: "default:loud" is not <scope>:<level>');
   });
 });
 
