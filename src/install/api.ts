@@ -164,6 +164,8 @@ export const ValuesSchema = z.looseObject({
       network: z.string().optional(),
       imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
       imagePullSecrets: z.array(z.string()).optional(),
+      /** `host:port` of the certificate service when it is not meshd's secured port (CA_ADDR of the injected proxies and the gateways). */
+      caAddress: z.string().optional(),
       /** With meshd disabled (profile `remote`): `host[:port]` of the meshd that serves this cluster's webhooks. */
       remoteMeshdAddress: z.string().optional(),
     })

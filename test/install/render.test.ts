@@ -289,7 +289,10 @@ describe('gateways', () => {
     expect(svc).toMatchObject({ type: 'NodePort', selector: { app: 'edge-gw', mesh: 'edge' }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] });
     const c = container(find(ms, 'Deployment', 'edge-gw'), 'mesh-proxy');
     expect(c.ports.map((p) => p.containerPort)).toEqual([15021, 15090, 8080]);
-    expect(c.env).toContainEqual({ name: 'DISCOVERY_ADDRESS', value: 'meshd.mesh-system.svc:15012' });
+    // the agent reads meshd's address from PROXY_CONFIG (there is no DISCOVERY_ADDRESS variable)
+    expect(JSON.parse(c.env.find((e) => e.name === 'PROXY_CONFIG')?.value ?? '{}')).toMatchObject({ discoveryAddress: 'meshd.mesh-system.svc:15012' });
+    expect(c.env).toContainEqual({ name: 'CA_ADDR', value: 'meshd.mesh-system.svc:15012' });
+    expect(c.env.map((e) => e.name)).not.toContain('DISCOVERY_ADDRESS');
     // meshd reads the credential Secrets of a gateway's namespace (it serves them over SDS), and
     // Secrets nowhere else beyond its own namespace
     const subjects = (name: string): unknown => (find(ms, 'RoleBinding', name) as unknown as { subjects: unknown[] }).subjects;

@@ -29,7 +29,10 @@ import {
   subject,
   type RenderContext,
 } from './context.js';
-import { meshdAddress } from './meshd.js';
+import { CERT_OUTPUT_DIR, POD_INFO_DIR, PROXY_CONFIG_DIR, ROOT_CERT_CONFIGMAP, ROOT_CERT_DIR, SDS_SOCKET_DIR, TOKEN_AUDIENCE, TOKEN_DIR } from '../../agent/names.js';
+import { agentLogLevelOfMesh } from '../../agent/settings.js';
+import { sortKeys } from '../tree.js';
+import { meshdAddress, renderedMeshConfig } from './meshd.js';
 import { MESHD_SERVICE_ACCOUNT } from './base.js';
 import { gatewayRules } from './rbac.js';
 import type { ComponentName, K8sObject } from './types.js';
@@ -79,17 +82,28 @@ function containerPorts(ports: readonly ServicePort[]): Array<Record<string, unk
   return out;
 }
 
+/**
+ * What the agent reads (src/agent/settings.ts), as the injector's `gateway` template gives it:
+ * the pod from the downward API, PROXY_CONFIG (the mesh config's proxy defaults with meshd's
+ * address, so the agent dials this revision's meshd), CA_ADDR, the trust domain, the node metadata,
+ * and the proxy defaults' proxyMetadata as variables.
+ */
 function gatewayEnv(ctx: RenderContext, gw: GatewaySpec): EnvVar[] {
+  const proxyConfig: Record<string, unknown> = { discoveryAddress: meshdAddress(ctx), ...((renderedMeshConfig(ctx).defaultConfig as Record<string, unknown> | undefined) ?? {}) };
+  const proxyMetadata = (proxyConfig.proxyMetadata ?? {}) as Record<string, string>;
   const base: EnvVar[] = [
     fieldEnv('POD_NAME', 'metadata.name'),
     fieldEnv('POD_NAMESPACE', 'metadata.namespace'),
     fieldEnv('INSTANCE_IP', 'status.podIP'),
     fieldEnv('SERVICE_ACCOUNT', 'spec.serviceAccountName'),
-    { name: 'DISCOVERY_ADDRESS', value: meshdAddress(ctx) },
-    { name: 'CA_ADDR', value: meshdAddress(ctx) },
+    fieldEnv('HOST_IP', 'status.hostIP'),
+    { name: 'PROXY_CONFIG', value: JSON.stringify(sortKeys(proxyConfig)) },
+    { name: 'CA_ADDR', value: ctx.values.global?.caAddress || String(proxyConfig.discoveryAddress) },
+    { name: 'TRUST_DOMAIN', value: ctx.spec.meshConfig?.trustDomain || DNS_DOMAIN },
     { name: 'MESH_META_CLUSTER_ID', value: ctx.clusterId },
     { name: 'MESH_META_WORKLOAD_NAME', value: gw.name },
     { name: 'MESH_META_MESH_ID', value: ctx.spec.meshConfig?.trustDomain || DNS_DOMAIN },
+    ...Object.keys(proxyMetadata).sort().map((k) => ({ name: k, value: String(proxyMetadata[k]) })),
   ];
   return mergeEnv(base, gw.k8s?.env);
 }
@@ -105,7 +119,8 @@ function renderDeployment(ctx: RenderContext, component: ComponentName, gw: Gate
       '--domain',
       `$(POD_NAMESPACE).svc.${DNS_DOMAIN}`,
       `--proxyLogLevel=${ctx.values.global?.proxy?.logLevel || 'warning'}`,
-      `--log_output_level=${ctx.values.global?.logging?.level || 'default:info'}`,
+      // the values' level is meshd's too; the agent takes its default scope (as the injector does)
+      `--log_output_level=${agentLogLevelOfMesh(ctx.values.global?.logging?.level)}`,
     ],
     ports: containerPorts(ports),
     readinessProbe: { httpGet: { path: '/healthz/ready', port: STATUS_PORT, scheme: 'HTTP' }, initialDelaySeconds: 1, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 30 },
@@ -122,21 +137,27 @@ function renderDeployment(ctx: RenderContext, component: ComponentName, gw: Gate
     runAsNonRoot: true,
     capabilities: { drop: ['ALL'] },
   };
+  // read-only root: every path the agent writes is a volume (the SDS socket, the bootstrap, the certificate files)
   container.volumeMounts = [
-    { name: 'mesh-envoy', mountPath: '/etc/mesh/proxy' },
-    { name: 'mesh-data', mountPath: '/var/lib/mesh/data' },
-    { name: 'mesh-token', mountPath: '/var/run/secrets/tokens', readOnly: true },
-    { name: 'mesh-ca-root-cert', mountPath: '/var/run/secrets/mesh', readOnly: true },
+    { name: 'workload-socket', mountPath: SDS_SOCKET_DIR },
+    { name: 'mesh-envoy', mountPath: PROXY_CONFIG_DIR },
+    { name: 'mesh-data', mountPath: CERT_OUTPUT_DIR },
+    { name: 'mesh-podinfo', mountPath: POD_INFO_DIR },
+    { name: 'mesh-token', mountPath: TOKEN_DIR, readOnly: true },
+    { name: 'mesh-ca-root-cert', mountPath: ROOT_CERT_DIR, readOnly: true },
   ];
   const podSpec: Record<string, unknown> = {
     serviceAccountName: `${gw.name}-service-account`,
     ...podSettings(ctx, k8s),
     containers: [container],
     volumes: [
+      { name: 'workload-socket', emptyDir: {} },
       { name: 'mesh-envoy', emptyDir: {} },
       { name: 'mesh-data', emptyDir: {} },
-      { name: 'mesh-token', projected: { sources: [{ serviceAccountToken: { audience: 'mesh-ca', expirationSeconds: 43200, path: 'mesh-token' } }] } },
-      { name: 'mesh-ca-root-cert', configMap: { name: 'mesh-ca-root-cert', optional: true } },
+      // the node metadata's LABELS: what Gateway resources select the gateway by
+      { name: 'mesh-podinfo', downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }, { path: 'annotations', fieldRef: { fieldPath: 'metadata.annotations' } }] } },
+      { name: 'mesh-token', projected: { sources: [{ serviceAccountToken: { audience: TOKEN_AUDIENCE, expirationSeconds: 43200, path: 'mesh-token' } }] } },
+      { name: 'mesh-ca-root-cert', configMap: { name: ROOT_CERT_CONFIGMAP, optional: true } },
     ],
   };
   const spec: Record<string, unknown> = {};
