@@ -74,6 +74,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     webhookConfigLoadError: new Counter({ name: 'cfg_validation_config_load_error', help: 'Webhook configuration (re)load errors.', registers: r }),
     webhookConfigUpdates: new Counter({ name: 'cfg_validation_config_updates', help: 'Webhook configuration updates.', registers: r }),
     webhookConfigUpdateError: new Counter({ name: 'cfg_validation_config_update_error', help: 'Webhook configuration update errors.', registers: r }),
+    // meshd deletes no webhook configuration (it patches their caBundle; `meshctl uninstall` and the
+    // installation reconciler remove them), so this stays 0: exported for the spec's dashboards (docs/adr/0145).
+    webhookConfigDeleteError: new Counter({ name: 'cfg_validation_config_delete_error', help: 'Webhook configuration delete errors.', registers: r }),
   };
   return m;
 }

@@ -13,6 +13,7 @@
  * `test` operations pin the webhook's position and name, so a concurrent edit fails the patch (retried)
  * instead of patching the wrong entry. A configuration that does not exist yet is waited for.
  * Counted: cfg_validation_config_load (reads), _load_error, cfg_validation_config_updates, _update_error.
+ * No configuration is deleted here (uninstall removes them), so cfg_validation_config_delete_error stays 0.
  */
 import type { Logger } from 'pino';
 import { CONTENT_TYPE_JSON_PATCH, type KubeClient } from '../../kube/client.js';
