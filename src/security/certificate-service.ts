@@ -60,21 +60,24 @@ export function workloadTtlMs(requestedSeconds: number, defaultTtlMs: number, ma
   return Math.min(asked, maxTtlMs);
 }
 
+/** The gRPC definition of `CreateCertificate` (protobuf on the wire). */
+export const CERTIFICATE_SERVICE_DEFINITION: grpc.ServiceDefinition = {
+  CreateCertificate: {
+    path: `/${CERTIFICATE_SERVICE}/CreateCertificate`,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (m: MeshCertificateRequest) => Buffer.from(MeshCertificateRequest.encode(m).finish()),
+    requestDeserialize: (b: Buffer) => MeshCertificateRequest.decode(b),
+    responseSerialize: (m: MeshCertificateResponse) => Buffer.from(MeshCertificateResponse.encode(m).finish()),
+    responseDeserialize: (b: Buffer) => MeshCertificateResponse.decode(b),
+  },
+};
+
 export class CertificateService {
   constructor(private readonly deps: CertificateServiceDeps) {}
 
   serviceDefinition(): grpc.ServiceDefinition {
-    return {
-      CreateCertificate: {
-        path: `/${CERTIFICATE_SERVICE}/CreateCertificate`,
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: (m: MeshCertificateRequest) => Buffer.from(MeshCertificateRequest.encode(m).finish()),
-        requestDeserialize: (b: Buffer) => MeshCertificateRequest.decode(b),
-        responseSerialize: (m: MeshCertificateResponse) => Buffer.from(MeshCertificateResponse.encode(m).finish()),
-        responseDeserialize: (b: Buffer) => MeshCertificateResponse.decode(b),
-      },
-    };
+    return CERTIFICATE_SERVICE_DEFINITION;
   }
 
   handlers(): grpc.UntypedServiceImplementation {

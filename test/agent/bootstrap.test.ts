@@ -5,7 +5,7 @@
  * (strict protojson with Envoy's own Go types, protoc-gen-validate rules, references) passes it.
  * Bad settings are refused naming the variable or flag.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { envoyBootstrap, SDS_CLUSTER, XDS_CLUSTER } from '../../src/agent/bootstrap.js';
@@ -19,7 +19,7 @@ import { UpstreamTlsContext } from '../../src/gen/envoy/extensions/transport_soc
 import { HttpProtocolOptions } from '../../src/gen/envoy/extensions/upstreams/http/v3/http_protocol_options.js';
 import { HttpConnectionManager } from '../../src/gen/envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.js';
 import { Router } from '../../src/gen/envoy/extensions/filters/http/router/v3/router.js';
-import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath, runXdsValidate } from '../support/go-tools.js';
+import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath, validateBootstrap, type BootstrapReport } from '../support/go-tools.js';
 import { kubeletArgs, kubeletEnv, proxyFlags } from '../support/injected-agent.js';
 
 const inputs: InjectionInputs = {
@@ -82,16 +82,7 @@ beforeAll(async () => {
 }, GO_TOOL_BUILD_TIMEOUT_MS);
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
-interface Report {
-  ok: boolean;
-  errors: { name: string; message: string }[];
-  resources: Record<string, string[]>;
-}
-async function validate(name: string, json: unknown): Promise<Report> {
-  const file = join(dir, `${name}.json`);
-  await writeFile(file, JSON.stringify(json, null, 2));
-  return runXdsValidate<Report>(validator, ['-bootstrap', file]);
-}
+const validate = (name: string, json: unknown): Promise<BootstrapReport> => validateBootstrap(validator, dir, name, json);
 
 describe('the Envoy bootstrap of an injected sidecar', () => {
   const { settings } = settingsOf(pod());

@@ -6,10 +6,11 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { readFile } from 'node:fs/promises';
-import { CREATE_CERTIFICATE_PATH, createCertificate } from '../../src/agent/ca-client.js';
+import { createCertificate } from '../../src/agent/ca-client.js';
 import { caClientOptions } from '../../src/agent/run.js';
 import { agentSettings } from '../../src/agent/settings.js';
 import { MeshCertificateRequest, MeshCertificateResponse } from '../../src/gen/mesh/v1/auth/certificate.js';
+import { CERTIFICATE_SERVICE_DEFINITION } from '../../src/security/certificate-service.js';
 import { openssl, opensslWorkspace, type OpensslWorkspace } from '../support/openssl.js';
 
 let ws: OpensslWorkspace;
@@ -33,17 +34,7 @@ beforeAll(async () => {
   rootPem = await readFile(f('root.pem'), 'utf8');
   server = new grpc.Server();
   server.addService(
-    {
-      CreateCertificate: {
-        path: CREATE_CERTIFICATE_PATH,
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: (m: MeshCertificateRequest) => Buffer.from(MeshCertificateRequest.encode(m).finish()),
-        requestDeserialize: (b: Buffer) => MeshCertificateRequest.decode(b),
-        responseSerialize: (m: MeshCertificateResponse) => Buffer.from(MeshCertificateResponse.encode(m).finish()),
-        responseDeserialize: (b: Buffer) => MeshCertificateResponse.decode(b),
-      },
-    },
+    CERTIFICATE_SERVICE_DEFINITION,
     {
       CreateCertificate: (call: grpc.ServerUnaryCall<MeshCertificateRequest, MeshCertificateResponse>, done: grpc.sendUnaryData<MeshCertificateResponse>) => {
         seen.push({ authorization: String(call.metadata.get('authorization')[0] ?? ''), csr: call.request.csr });

@@ -9,7 +9,7 @@
  * metadata that Gateway resources select on).
  */
 import { readdirSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { envoyBootstrap } from '../../src/agent/bootstrap.js';
@@ -22,18 +22,13 @@ import { generateManifests } from '../../src/install/generate.js';
 import type { K8sObject } from '../../src/install/render/index.js';
 import { BUILTIN_MANIFESTS_DIR } from '../../src/install/sources.js';
 import { parseProxy } from '../../src/model/proxy.js';
-import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath, runXdsValidate } from '../support/go-tools.js';
+import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath, validateBootstrap, type BootstrapReport } from '../support/go-tools.js';
 import { kubeletArgs, kubeletEnv, proxyFlags, type PodFacts } from '../support/injected-agent.js';
 
 const PROFILES = readdirSync(join(BUILTIN_MANIFESTS_DIR, 'profiles'))
   .filter((f) => f.endsWith('.yaml'))
   .map((f) => f.slice(0, -'.yaml'.length))
   .sort();
-
-interface Report {
-  ok: boolean;
-  errors: { name: string; message: string }[];
-}
 
 let validator: string;
 let dir: string;
@@ -44,11 +39,7 @@ beforeAll(async () => {
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 let files = 0;
-async function validate(json: unknown): Promise<Report> {
-  const file = join(dir, `bootstrap-${++files}.json`);
-  await writeFile(file, JSON.stringify(json, null, 2));
-  return runXdsValidate<Report>(validator, ['-bootstrap', file]);
-}
+const validate = (json: unknown): Promise<BootstrapReport> => validateBootstrap(validator, dir, `bootstrap-${++files}`, json);
 
 type PodSpec = { containers: Container[]; volumes?: Array<{ name: string; emptyDir?: unknown; downwardAPI?: { items: Array<{ path: string; fieldRef?: { fieldPath: string } }> } }>; serviceAccountName?: string };
 

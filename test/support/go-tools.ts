@@ -8,6 +8,7 @@
  * timeout, e.g. `beforeAll(async () => { bin = await goToolPath('xds-validate'); }, GO_TOOL_BUILD_TIMEOUT_MS)`.
  */
 import { execFile, spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -77,6 +78,20 @@ export async function runXdsValidate<Report>(bin: string, args: readonly string[
       reject(err ?? new Error('xds-validate printed nothing'));
     });
   });
+}
+
+/** What `xds-validate -bootstrap` reports. */
+export interface BootstrapReport {
+  ok: boolean;
+  errors: { name: string; message: string }[];
+  resources: Record<string, string[]>;
+}
+
+/** Writes the bootstrap `json` to `<dir>/<name>.json` and runs `xds-validate -bootstrap` on it. */
+export async function validateBootstrap(bin: string, dir: string, name: string, json: unknown): Promise<BootstrapReport> {
+  const file = join(dir, `${name}.json`);
+  await writeFile(file, JSON.stringify(json, null, 2));
+  return runXdsValidate<BootstrapReport>(bin, ['-bootstrap', file]);
 }
 
 /**
