@@ -4,11 +4,13 @@
  * plane's API server calls the webhook by URL) with lifetimes shortened the way
  * e2e/identity-options does it (CA_SELF_SIGNED_CA_CERT_TTL, a 1 s check interval, rotation at half
  * the lifetime, no jitter). The root rotates, later the old root expires and leaves the trust
- * bundle; meshd rewrites the caBundle each time, and the real API server, called all along with
- * dry-run pod creations, keeps injecting. The webhook configuration selects only this file's
+ * bundle; meshd rewrites the caBundle each time, never serves a certificate from a root the caBundle
+ * does not hold yet (docs/adr/0147), and the real API server, called all along with dry-run pod
+ * creations, keeps injecting. The webhook configuration selects only this file's
  * namespace.
  */
 import { randomBytes, X509Certificate } from 'node:crypto';
+import { connect } from 'node:tls';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
@@ -27,6 +29,7 @@ let meshNs: string;
 let appNs: string;
 let daemon: Daemon | undefined;
 let created = false;
+let port: number;
 
 async function bundleRoots(): Promise<string[]> {
   const o = (await client.get({ apiVersion: ADMISSION, kind: 'MutatingWebhookConfiguration', name: WEBHOOK })) as WebhookConfig;
@@ -34,13 +37,27 @@ async function bundleRoots(): Promise<string[]> {
   return pemCertificates(Buffer.from(b64, 'base64').toString('utf8'));
 }
 
+/** The certificate the webhook port serves now (not verified here). */
+function servedLeaf(): Promise<X509Certificate> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false }, () => {
+      const raw = socket.getPeerCertificate().raw;
+      socket.end();
+      resolve(new X509Certificate(raw));
+    });
+    socket.on('error', reject);
+  });
+}
+
+const signedByOneOf = (leaf: X509Certificate, roots: readonly string[]): boolean => roots.some((r) => leaf.verify(new X509Certificate(r).publicKey));
+
 beforeAll(async () => {
   env = await kubeTestEnv();
   client = env.client;
   await applyMeshCrds(client);
   meshNs = await createNamespace(client, 'meshrot');
   appNs = await createNamespace(client, 'rot-app');
-  const port = await freePort();
+  port = await freePort();
   const objects = await installObjects(meshNs);
   await client.create(pick(objects, 'ConfigMap', 'mesh-sidecar-injector') as KubeObject);
   const mutating = pointedAt(pick(objects, 'MutatingWebhookConfiguration'), `https://localhost:${port}/inject`, {
@@ -83,8 +100,10 @@ describe('a root rotation while meshd runs', () => {
       return roots.length > 0 ? roots : undefined;
     }, { timeoutMs: 60_000, retryErrors: true });
     const firstExpiry = Math.max(...first.map((r) => new X509Certificate(r).validToDate.getTime()));
-    // Until every root of the first bundle has left it: a dry-run pod creation every 300 ms.
+    // Until every root of the first bundle has left it, every 300 ms: the served certificate chains
+    // to a root of the caBundle read just before, and a dry-run pod creation is injected.
     const outcomes: Array<{ at: number; roots: number; error?: string }> = [];
+    const untrusted: number[] = [];
     const seen = new Set(first);
     let rotated = false;
     const deadline = firstExpiry + 30_000;
@@ -92,6 +111,7 @@ describe('a root rotation while meshd runs', () => {
       const roots = await bundleRoots();
       for (const r of roots) if (!seen.has(r)) rotated = true;
       roots.forEach((r) => seen.add(r));
+      if (!signedByOneOf(await servedLeaf(), roots)) untrusted.push(Date.now());
       try {
         const p = (await client.create(testPod(appNs, `probe-${outcomes.length}`), { dryRun: true })) as TestPod;
         outcomes.push({ at: Date.now(), roots: roots.length, ...(proxyContainer(p) ? {} : { error: 'not injected' }) });
@@ -104,6 +124,7 @@ describe('a root rotation while meshd runs', () => {
     }
     expect(rotated).toBe(true);
     expect(Date.now()).toBeGreaterThan(firstExpiry);
+    expect(untrusted).toEqual([]);
     const failed = outcomes.filter((o) => o.error);
     expect({ calls: outcomes.length, failed }).toEqual({ calls: outcomes.length, failed: [] });
     // and after the old root's expiry, a real pod
