@@ -11,7 +11,7 @@
  * validating webhook with Fail, for namespace `fail`.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -19,21 +19,8 @@ import type { KubeObject } from '../../src/kube/types.js';
 import { CLUSTER_START_TIMEOUT_MS, kubeRequest } from '../support/cluster.js';
 import { freePort, startDaemon, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
-import {
-  ADMISSION,
-  containerNames,
-  injectionStatus,
-  installObjects,
-  localhostServingCertificate,
-  pick,
-  pointedAt,
-  postToWebhook,
-  proxyContainer,
-  testPod,
-  type TestPod,
-  type WebhookConfig,
-} from '../support/webhooks.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
+import { ADMISSION, containerNames, endWebhookTest, injectionStatus, installObjects, localhostServingCertificate, pick, pointedAt, postToWebhook, proxyContainer, testPod, type TestPod, type WebhookConfig } from '../support/webhooks.js';
+import { applyMeshCrds, createNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
 
 const SUFFIX = randomBytes(3).toString('hex');
 const MUTATING = `wc-injector-${SUFFIX}`;
@@ -114,11 +101,7 @@ beforeAll(async () => {
 }, CLUSTER_START_TIMEOUT_MS);
 
 afterAll(async () => {
-  await daemon?.stop();
-  for (const c of created) await client?.delete(c).catch(() => undefined);
-  for (const n of [failNs, ignoreNs, meshNs]) await deleteNamespace(client, n);
-  if (certDir) await rm(certDir, { recursive: true, force: true });
-  client?.close();
+  await endWebhookTest({ client, daemon, configs: created, namespaces: [failNs, ignoreNs, meshNs], dir: certDir });
 }, 120_000);
 
 let firstInjected: TestPod;

@@ -12,8 +12,8 @@ import type { KubeObject } from '../../src/kube/types.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { freePort, startDaemon, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
-import { ADMISSION, containerNames as names, installObjects, pick, pointedAt, testPod, type TestPod as Pod, type WebhookConfig as Hook } from '../support/webhooks.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
+import { ADMISSION, containerNames as names, endWebhookTest, installObjects, onlyNamespace, pick, pointedAt, testPod, type TestPod as Pod, type WebhookConfig as Hook } from '../support/webhooks.js';
+import { applyMeshCrds, createNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
 
 const WEBHOOK = `capt-recovery-${randomBytes(3).toString('hex')}`;
 
@@ -59,7 +59,7 @@ beforeAll(async () => {
   await client.create(
     pointedAt(pick(objects, 'MutatingWebhookConfiguration'), `https://localhost:${port}/inject`, {
       name: WEBHOOK,
-      edit: (w) => ({ ...w, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': appNs } }, objectSelector: undefined }),
+      edit: onlyNamespace(appNs),
     }),
   );
   created = true;
@@ -67,10 +67,8 @@ beforeAll(async () => {
 }, CLUSTER_START_TIMEOUT_MS);
 
 afterAll(async () => {
-  await daemon?.stop();
-  if (created) await client?.delete({ apiVersion: ADMISSION, kind: 'MutatingWebhookConfiguration', name: WEBHOOK }).catch(() => undefined);
-  for (const n of [appNs, meshNs]) await deleteNamespace(client, n);
-  client?.close();
+  const configs = created ? [{ apiVersion: ADMISSION, kind: 'MutatingWebhookConfiguration', name: WEBHOOK }] : [];
+  await endWebhookTest({ client, daemon, configs, namespaces: [appNs, meshNs] });
 }, 120_000);
 
 describe('meshd\'s webhook certificate', () => {

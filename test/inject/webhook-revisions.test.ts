@@ -11,7 +11,7 @@
  * `mesh-sidecar-injector-R`, the name `meshctl install --revision R` gives its configuration.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONTENT_TYPE_JSON_PATCH, type KubeClient } from '../../src/kube/client.js';
@@ -20,8 +20,8 @@ import { setTag, tagWebhookName } from '../../src/install/tags.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { freePort, startDaemon, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
-import { ADMISSION, containerNames, injectionStatus, installObjects, localhostServingCertificate, pick, pointedAt, proxyContainer, testPod, type TestPod, type WebhookConfig } from '../support/webhooks.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
+import { ADMISSION, containerNames, endWebhookTest, injectionStatus, installObjects, localhostServingCertificate, pick, pointedAt, proxyContainer, testPod, type TestPod, type WebhookConfig } from '../support/webhooks.js';
+import { applyMeshCrds, createNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
 
 const REV = `cy${randomBytes(3).toString('hex')}`;
 const TAG = `tg${randomBytes(3).toString('hex')}`;
@@ -71,11 +71,7 @@ beforeAll(async () => {
 }, CLUSTER_START_TIMEOUT_MS);
 
 afterAll(async () => {
-  await daemon?.stop();
-  for (const c of created) await client?.delete(c).catch(() => undefined);
-  for (const n of [revNs, tagNs, plainNs, meshNs]) await deleteNamespace(client, n);
-  if (certDir) await rm(certDir, { recursive: true, force: true });
-  client?.close();
+  await endWebhookTest({ client, daemon, configs: created, namespaces: [revNs, tagNs, plainNs, meshNs], dir: certDir });
 }, 120_000);
 
 describe('a revision\'s daemon', () => {

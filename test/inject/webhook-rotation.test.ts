@@ -17,8 +17,8 @@ import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { freePort, startDaemon, type Daemon } from '../support/daemon.js';
 import { delay, eventually } from '../support/eventually.js';
 import { pemCertificates } from '../support/openssl.js';
-import { ADMISSION, installObjects, pick, pointedAt, proxyContainer, testPod, type TestPod, type WebhookConfig } from '../support/webhooks.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
+import { ADMISSION, endWebhookTest, installObjects, pick, pointedAt, proxyContainer, testPod, type TestPod, type WebhookConfig } from '../support/webhooks.js';
+import { applyMeshCrds, createNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
 
 const WEBHOOK = `rot-injector-${randomBytes(3).toString('hex')}`;
 const ROOT_TTL_S = 20;
@@ -87,10 +87,8 @@ beforeAll(async () => {
 }, CLUSTER_START_TIMEOUT_MS);
 
 afterAll(async () => {
-  await daemon?.stop();
-  if (created) await client?.delete({ apiVersion: ADMISSION, kind: 'MutatingWebhookConfiguration', name: WEBHOOK }).catch(() => undefined);
-  for (const n of [appNs, meshNs]) await deleteNamespace(client, n);
-  client?.close();
+  const configs = created ? [{ apiVersion: ADMISSION, kind: 'MutatingWebhookConfiguration', name: WEBHOOK }] : [];
+  await endWebhookTest({ client, daemon, configs, namespaces: [appNs, meshNs] });
 }, 120_000);
 
 describe('a root rotation while meshd runs', () => {

@@ -7,7 +7,7 @@
  * daemon's port and no caBundle is given — the daemon's webhook-ca-bundle controller must write it
  * before the API server can call the webhook at all.
  */
-import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { readFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONTENT_TYPE_JSON_PATCH, type KubeClient } from '../../src/kube/client.js';
@@ -15,8 +15,8 @@ import type { KubeObject } from '../../src/kube/types.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { freePort, startDaemon, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
-import { ADMISSION, containerNames as names, installObjects, localhostServingCertificate, pick, pointedAt, postToWebhook, testPod as pod, type TestPod as Pod } from '../support/webhooks.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
+import { ADMISSION, containerNames as names, endWebhookTest, installObjects, localhostServingCertificate, pick, pointedAt, postToWebhook, testPod as pod, type TestPod as Pod } from '../support/webhooks.js';
+import { applyMeshCrds, createNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
 
 let env: KubeTestEnv;
 let client: KubeClient;
@@ -66,12 +66,7 @@ beforeAll(async () => {
 }, CLUSTER_START_TIMEOUT_MS);
 
 afterAll(async () => {
-  await daemon?.stop();
-  // The configurations select namespaces of this test only, yet are removed first: nothing may call a stopped daemon.
-  for (const c of created) await client?.delete(c).catch(() => undefined);
-  for (const n of [enabledNs, plainNs, meshNs]) await deleteNamespace(client, n);
-  if (certDir) await rm(certDir, { recursive: true, force: true });
-  client?.close();
+  await endWebhookTest({ client, daemon, configs: created, namespaces: [enabledNs, plainNs, meshNs], dir: certDir });
 }, 120_000);
 
 describe('the API server calls meshd over TLS', () => {

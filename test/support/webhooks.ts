@@ -4,12 +4,15 @@
  * URL), the objects `meshctl install` renders, those webhook configurations pointed at a URL, test
  * pods, and a POST to the webhook port as the API server would send it.
  */
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { join } from 'node:path';
+import type { KubeClient, ObjectRef } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { allObjects, renderManifests, type K8sObject } from '../../src/install/render/index.js';
 import { resolveSpec } from '../../src/install/resolve.js';
+import { deleteNamespace } from '../kube/helpers.js';
+import type { Daemon } from './daemon.js';
 import { openssl } from './openssl.js';
 
 export const ADMISSION = 'admissionregistration.k8s.io/v1';
@@ -70,6 +73,30 @@ export function pointedAt(
     return opts.edit ? opts.edit(pointed) : pointed;
   });
   return { ...config, metadata: { name: opts.name ?? config.metadata.name, labels: config.metadata.labels }, webhooks } as KubeObject;
+}
+
+/** An edit for `pointedAt`: the webhook selects the pods of `namespace`, all of them. */
+export function onlyNamespace(namespace: string): (w: Record<string, unknown>) => Record<string, unknown> {
+  return (w) => ({ ...w, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } }, objectSelector: undefined });
+}
+
+/**
+ * The end of a webhook test: the daemon stopped, then the webhook configurations that called it
+ * (they select this test's namespaces only), the namespaces and `dir` removed, the client closed.
+ */
+export async function endWebhookTest(o: {
+  readonly client?: KubeClient;
+  readonly daemon?: Daemon;
+  readonly configs: ReadonlyArray<ObjectRef>;
+  readonly namespaces: ReadonlyArray<string | undefined>;
+  readonly dir?: string;
+}): Promise<void> {
+  await o.daemon?.stop();
+  if (!o.client) return;
+  for (const c of o.configs) await o.client.delete(c).catch(() => undefined);
+  for (const n of o.namespaces) await deleteNamespace(o.client, n);
+  if (o.dir) await rm(o.dir, { recursive: true, force: true });
+  o.client.close();
 }
 
 /** A pod with one application container. */
