@@ -3,6 +3,7 @@ import { ConfigError } from '../util/config-error.js';
 import type { DiscoveryOptions, ListenAddr } from '../config/discovery-flags.js';
 import type { DaemonConfig } from './daemon-config.js';
 import { resolveSecuritySettings, type SecuritySettings } from '../security/settings.js';
+import { revisionWebhookName } from '../install/tags.js';
 
 function required(name: string, a: ListenAddr | null): ListenAddr {
   if (!a) throw new ConfigError([`${name}: an address is required to serve`]);
@@ -35,6 +36,17 @@ function pluginsFrom(o: DiscoveryOptions): { authz: boolean; authn: boolean; ext
   return { authz: o.plugins.includes('authz'), authn: o.plugins.includes('authn'), extAuthz: o.plugins.includes('ext_authz') };
 }
 
+/**
+ * The mutating configuration whose caBundle meshd keeps: INJECTION_WEBHOOK_CONFIG_NAME, where its
+ * default `mesh-sidecar-injector` means the daemon's own revision's, `mesh-sidecar-injector-<REVISION>`
+ * (the name `meshctl install --revision` gives it; docs/adr/0146). Without this a revision's daemon
+ * would write its caBundle into the default revision's configuration.
+ */
+function injectionConfigName(env: DaemonEnv): string {
+  const name = env.INJECTION_WEBHOOK_CONFIG_NAME;
+  return name === revisionWebhookName('') ? revisionWebhookName(env.REVISION ?? '') : name;
+}
+
 /** Resolves parsed flags and environment into what the running daemon uses. */
 export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonConfig {
   const security = securityFrom(o, env);
@@ -49,7 +61,7 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
     webhooks: {
       addr: serving.kind === 'none' ? null : o.httpsAddr,
       injectEnabled: env.INJECT_ENABLED,
-      injectionConfigName: env.INJECTION_WEBHOOK_CONFIG_NAME,
+      injectionConfigName: injectionConfigName(env),
       validationConfigName: env.VALIDATION_WEBHOOK_CONFIG_NAME,
       probeLocalhost: env.REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION,
       legacyFsGroup: env.ENABLE_LEGACY_FSGROUP_INJECTION,

@@ -40,7 +40,7 @@ export async function startWebhooks(i: WebhookInputs): Promise<WebhookSide | und
   let source: InjectorConfigSource | undefined;
   let injector: (() => InjectorState) | undefined;
   if (!w.injectEnabled) {
-    i.log.info('webhooks: sidecar injection is off (INJECT_ENABLED=false); /inject is not served');
+    i.log.info('webhooks: sidecar injection is off (INJECT_ENABLED=false); /inject answers every request with an error, so the API server applies the failurePolicy');
   } else if (i.client) {
     source = new InjectorConfigSource({
       client: i.client,

@@ -66,7 +66,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     injectionRequests: new Counter({ name: 'sidecar_injection_requests_total', help: 'Injection requests.', registers: r }),
     injectionSuccess: new Counter({ name: 'sidecar_injection_success_total', help: 'Successful injection requests.', registers: r }),
     injectionSkip: new Counter({ name: 'sidecar_injection_skip_total', help: 'Skipped injection requests, by reason.', labelNames: ['reason'], registers: r }),
-    injectionFailure: new Counter({ name: 'sidecar_injection_failure_total', help: 'Failed injection requests, by reason (request, config, pod, internal).', labelNames: ['reason'], registers: r }),
+    injectionFailure: new Counter({ name: 'sidecar_injection_failure_total', help: 'Failed injection requests, by reason (request, config, pod, internal, disabled).', labelNames: ['reason'], registers: r }),
     validationPassed: new Counter({ name: 'cfg_validation_passed', help: 'Resources found valid.', labelNames: ['group', 'version', 'resource'], registers: r }),
     validationFailed: new Counter({ name: 'cfg_validation_failed', help: 'Resource validations that failed.', labelNames: ['group', 'version', 'resource', 'reason'], registers: r }),
     validationHttpError: new Counter({ name: 'cfg_validation_http_error', help: 'HTTP serve errors of validation.', labelNames: ['status'], registers: r }),

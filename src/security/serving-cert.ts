@@ -3,7 +3,8 @@
  * current behind one `ReloadableServerCredentials`:
  * - from the built-in CA: a certificate for the daemon's DNS names (meshd.<ns>.svc, its cluster-domain
  *   form, MESHD_CUSTOM_HOST), renewed when 80 % of its lifetime has passed and reissued when the CA's
- *   material changes (a root rotation);
+ *   material changes in a way it no longer chains to a trusted root (a rotation keeps it until its
+ *   renewal, docs/adr/0147);
  * - from `--tlsCertFile`/`--tlsKeyFile` (and `--caCertFile`): read at start, read again when a file
  *   changes (checked every 30 s); a broken replacement is logged and the last good one kept.
  * Client roots: the CA's trust bundle, `--caCertFile`, and the roots of other trust domains.
@@ -52,6 +53,8 @@ export class ServingCertificate {
   private stopped = false;
   private fileStamp = '';
   private leafNotAfter = 0;
+  /** DER of the root the CA-issued certificate in use chains to (undefined: unknown, reissue on any CA change). */
+  private leafRoot: Buffer | undefined;
   private extraRootsPem = '';
   private unsubscribe: (() => void) | undefined;
   private readonly listeners = new Set<() => void>();
@@ -76,7 +79,11 @@ export class ServingCertificate {
       self.unsubscribe = o.ca?.onChange(() => self.refreshRoots());
     } else {
       await self.issue();
-      self.unsubscribe = o.ca?.onChange(() => {
+      self.unsubscribe = o.ca?.onChange((m) => {
+        if (self.leafStillTrusted(m.roots)) {
+          self.refreshRoots();
+          return;
+        }
         self.issue().catch((err: unknown) => o.log.error({ err: (err as Error).message }, 'serving certificate: reissue after a CA change failed'));
       });
     }
@@ -128,10 +135,24 @@ export class ServingCertificate {
     return own + this.extraRootsPem + this.o.foreignRoots().map((c) => c.pem).join('');
   }
 
+  /**
+   * Whether the certificate in use chains to one of `roots` (after a CA change). A root rotation
+   * keeps the old root trusted until it expires; the certificate it signed is kept until its
+   * ordinary renewal (before that root expires: its lifetime ends with the chain's), so that clients
+   * told of the new root a moment later (the webhook configurations' caBundle, written by the
+   * leader) never meet a certificate from a root they do not know yet (docs/adr/0147).
+   */
+  private leafStillTrusted(roots: ReadonlyArray<Certificate>): boolean {
+    const root = this.leafRoot;
+    return root !== undefined && this.leafNotAfter > Date.now() && roots.some((r) => r.der.equals(root));
+  }
+
   private async issue(): Promise<void> {
     const ca = this.o.ca;
     if (!ca) throw new ServingCertificateError('no CA to issue the serving certificate');
+    const root = ca.current().root.der;
     const issued = await ca.issueKeyPair({ dnsNames: this.o.dnsNames }, this.o.ttlMs);
+    this.leafRoot = ca.current().root.der === root ? root : undefined;
     this.leafNotAfter = issued.notAfter.getTime();
     this.update({ keyPem: issued.keyPem, certChainPem: issued.certChainPem, clientRootsPem: this.clientRoots() });
     this.o.log.info({ dnsNames: this.o.dnsNames, notAfter: issued.notAfter.toISOString() }, 'serving certificate issued by the mesh CA');

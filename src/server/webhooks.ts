@@ -4,7 +4,8 @@
  * for each handshake so a renewed or rotated certificate is used at once.
  *
  *   POST /inject    AdmissionReview of a pod → JSON patch with the proxy (src/inject/admission.ts);
- *                   not served when INJECT_ENABLED=false
+ *                   with INJECT_ENABLED=false an HTTP 500 saying so (the API server applies the
+ *                   webhook's failurePolicy)
  *   POST /validate  AdmissionReview of a mesh config object → the daemon's own validation: refused
  *                   with the fields named, warnings returned as admission warnings
  *   GET  /ready     200 once the server listens
@@ -152,20 +153,32 @@ export class WebhookServer {
         send(res, this.listening ? 200 : 503, this.listening ? 'ready\n' : 'not ready\n');
         return;
       }
-      if (path === '/inject' && this.o.injector) {
-        await this.inject(req, res, this.o.injector);
+      if (path === '/inject') {
+        if (this.o.injector) await this.inject(req, res, this.o.injector);
+        else this.injectionOff(res);
         return;
       }
       if (path === '/validate') {
         await this.validate(req, res);
         return;
       }
-      send(res, 404, `no webhook at ${path}${path === '/inject' ? ' (INJECT_ENABLED=false)' : ''}\n`);
+      send(res, 404, `no webhook at ${path}\n`);
     } catch (err) {
       // never reached by design; a last guard so that one request cannot end the server
       this.o.log.error({ err: err instanceof Error ? err.stack : String(err), path }, 'webhooks: request failed');
       if (!res.headersSent) send(res, 500, 'internal error\n');
     }
+  }
+
+  /**
+   * `/inject` with INJECT_ENABLED=false: an HTTP error, so the API server applies the webhook's
+   * failurePolicy (Fail refuses the pod, Ignore admits it unmodified), with a text it shows the user
+   * (it shows the body of a 500, not of a 404). Counted as a failure with reason `disabled`.
+   */
+  private injectionOff(res: ServerResponse): void {
+    this.o.metrics.injectionRequests.inc();
+    this.o.metrics.injectionFailure.inc({ reason: 'disabled' });
+    send(res, 500, 'sidecar injection is off in this meshd (INJECT_ENABLED=false): turn it on, or remove the MutatingWebhookConfiguration that sends pods here\n');
   }
 
   private async review(req: IncomingMessage, res: ServerResponse, onError: (status: number) => void): Promise<AdmissionRequest | undefined> {

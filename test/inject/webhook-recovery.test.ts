@@ -9,14 +9,12 @@
 import { randomBytes } from 'node:crypto';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { allObjects, renderManifests, type K8sObject } from '../../src/install/render/index.js';
-import { resolveSpec } from '../../src/install/resolve.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { freePort, startDaemon, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
+import { ADMISSION, containerNames as names, endWebhookTest, installObjects, onlyNamespace, pick, pointedAt, testPod, type TestPod as Pod, type WebhookConfig as Hook } from '../support/webhooks.js';
+import { applyMeshCrds, createNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
 
-const ADMISSION = 'admissionregistration.k8s.io/v1';
 const WEBHOOK = `capt-recovery-${randomBytes(3).toString('hex')}`;
 
 let env: KubeTestEnv;
@@ -27,13 +25,7 @@ let port: number;
 let daemon: Daemon | undefined;
 let created = false;
 
-interface Pod extends KubeObject {
-  spec: { containers: Array<{ name: string; image: string }>; initContainers?: Array<{ name: string }> };
-}
-type Hook = KubeObject & { webhooks: Array<{ clientConfig: { caBundle?: string } }> };
-
-const pod = (name: string): Pod => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: appNs, labels: { app: name } }, spec: { containers: [{ name: 'app', image: 'example.com/app:1' }] } });
-const names = (p: Pod): string[] => [...(p.spec.initContainers ?? []), ...p.spec.containers].map((c) => c.name).sort();
+const pod = (name: string): Pod => testPod(appNs, name);
 
 async function start(): Promise<Daemon> {
   return startDaemon({
@@ -61,32 +53,22 @@ beforeAll(async () => {
   meshNs = await createNamespace(client, 'meshrc');
   appNs = await createNamespace(client, 'inj-rc');
   port = await freePort();
-  const resolved = await resolveSpec({ sets: [`namespace=${meshNs}`] });
-  const objects = allObjects(renderManifests(resolved.spec, { owner: { name: 'installed-state', namespace: meshNs }, crds: [] }));
-  const find = (kind: string, name?: string): K8sObject & Record<string, unknown> => {
-    const o = objects.find((x) => x.kind === kind && (name === undefined || x.metadata.name === name));
-    if (!o) throw new Error(`install renders no ${kind} ${name ?? ''}`);
-    return o as K8sObject & Record<string, unknown>;
-  };
-  await client.create(find('ConfigMap', 'mesh-sidecar-injector') as KubeObject);
-  const rendered = find('MutatingWebhookConfiguration');
+  const objects = await installObjects(meshNs);
+  await client.create(pick(objects, 'ConfigMap', 'mesh-sidecar-injector') as KubeObject);
   // the rendered webhooks, by URL, selecting only this test's namespace (failurePolicy Fail as rendered)
-  const webhooks = (rendered.webhooks as Array<Record<string, unknown>>).map((w) => ({
-    ...w,
-    clientConfig: { url: `https://localhost:${port}/inject` },
-    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': appNs } },
-    objectSelector: undefined,
-  }));
-  await client.create({ apiVersion: ADMISSION, kind: 'MutatingWebhookConfiguration', metadata: { name: WEBHOOK }, webhooks } as KubeObject);
+  await client.create(
+    pointedAt(pick(objects, 'MutatingWebhookConfiguration'), `https://localhost:${port}/inject`, {
+      name: WEBHOOK,
+      edit: onlyNamespace(appNs),
+    }),
+  );
   created = true;
   daemon = await start();
 }, CLUSTER_START_TIMEOUT_MS);
 
 afterAll(async () => {
-  await daemon?.stop();
-  if (created) await client?.delete({ apiVersion: ADMISSION, kind: 'MutatingWebhookConfiguration', name: WEBHOOK }).catch(() => undefined);
-  for (const n of [appNs, meshNs]) await deleteNamespace(client, n);
-  client?.close();
+  const configs = created ? [{ apiVersion: ADMISSION, kind: 'MutatingWebhookConfiguration', name: WEBHOOK }] : [];
+  await endWebhookTest({ client, daemon, configs, namespaces: [appNs, meshNs] });
 }, 120_000);
 
 describe('meshd\'s webhook certificate', () => {

@@ -7,19 +7,16 @@
  * daemon's port and no caBundle is given — the daemon's webhook-ca-bundle controller must write it
  * before the API server can call the webhook at all.
  */
-import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { request } from 'node:https';
+import { readFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONTENT_TYPE_JSON_PATCH, type KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { allObjects, renderManifests, type K8sObject } from '../../src/install/render/index.js';
-import { resolveSpec } from '../../src/install/resolve.js';
 import { CLUSTER_START_TIMEOUT_MS } from '../support/cluster.js';
 import { freePort, startDaemon, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
-import { openssl } from '../support/openssl.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
+import { ADMISSION, containerNames as names, endWebhookTest, installObjects, localhostServingCertificate, pick, pointedAt, postToWebhook, testPod as pod, type TestPod as Pod } from '../support/webhooks.js';
+import { applyMeshCrds, createNamespace, kubeTestEnv, type KubeTestEnv } from '../kube/helpers.js';
 
 let env: KubeTestEnv;
 let client: KubeClient;
@@ -32,54 +29,6 @@ let caPem: string;
 let webhookPort: number;
 const created: Array<{ apiVersion: string; kind: string; name: string }> = [];
 
-interface Pod extends KubeObject {
-  spec: { containers: Array<{ name: string; image: string; ports?: Array<{ containerPort: number }> }>; initContainers?: Array<{ name: string }> };
-}
-
-const ADMISSION = 'admissionregistration.k8s.io/v1';
-
-async function servingCertificate(dir: string): Promise<{ cert: string; key: string; ca: string }> {
-  const ca = join(dir, 'ca.pem');
-  const caKey = join(dir, 'ca-key.pem');
-  const key = join(dir, 'key.pem');
-  const csr = join(dir, 'csr.pem');
-  const cert = join(dir, 'cert.pem');
-  const ext = join(dir, 'ext.cnf');
-  const run = async (args: string[]): Promise<void> => {
-    const r = await openssl(args);
-    if (r.code !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
-  };
-  await run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', caKey, '-out', ca, '-days', '2', '-subj', '/O=webhook test/CN=webhook test root']);
-  await run(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', '/CN=localhost']);
-  await writeFile(ext, 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\n');
-  await run(['x509', '-req', '-in', csr, '-CA', ca, '-CAkey', caKey, '-CAcreateserial', '-out', cert, '-days', '1', '-extfile', ext]);
-  return { cert, key, ca };
-}
-
-/** The rendered object of `kind` (and `name`, if given) among the install manifests. */
-function pick(objects: readonly K8sObject[], kind: string, name?: string): K8sObject & Record<string, unknown> {
-  const o = objects.find((x) => x.kind === kind && (name === undefined || x.metadata.name === name));
-  if (!o) throw new Error(`install renders no ${kind} ${name ?? ''}`);
-  return o as K8sObject & Record<string, unknown>;
-}
-
-/** The webhook configuration as rendered, pointed at `url` and without caBundle. */
-function pointedAt(config: K8sObject & Record<string, unknown>, url: string): KubeObject {
-  const webhooks = (config.webhooks as Array<Record<string, unknown>>).map((w) => ({ ...w, clientConfig: { url } }));
-  return { ...config, metadata: { name: config.metadata.name, labels: config.metadata.labels }, webhooks } as KubeObject;
-}
-
-function pod(namespace: string, name: string, extra: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): Pod {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace, labels: { app: name, ...(extra.labels ?? {}) }, ...(extra.annotations ? { annotations: extra.annotations } : {}) },
-    spec: { containers: [{ name: 'app', image: 'example.com/app:1', ports: [{ containerPort: 8080 }] }] },
-  };
-}
-
-const names = (p: Pod): string[] => [...(p.spec.initContainers ?? []), ...p.spec.containers].map((c) => c.name).sort();
-
 beforeAll(async () => {
   env = await kubeTestEnv();
   client = env.client;
@@ -91,12 +40,11 @@ beforeAll(async () => {
   await client.replace({ ...nsObj, metadata: { ...nsObj.metadata, labels: { ...nsObj.metadata?.labels, 'mesh-injection': 'enabled' } } });
 
   certDir = await mkdtemp(join(tmpdir(), 'mesh-webhook-'));
-  const tls = await servingCertificate(certDir);
+  const tls = await localhostServingCertificate(certDir);
   caPem = await readFile(tls.ca, 'utf8');
   const port = await freePort();
   webhookPort = port;
-  const resolved = await resolveSpec({ sets: [`namespace=${meshNs}`] });
-  const objects = allObjects(renderManifests(resolved.spec, { owner: { name: 'installed-state', namespace: meshNs }, crds: [] }));
+  const objects = await installObjects(meshNs);
   await client.create(pick(objects, 'ConfigMap', 'mesh-sidecar-injector') as KubeObject);
   const mutating = pointedAt(pick(objects, 'MutatingWebhookConfiguration'), `https://localhost:${port}/inject`);
   const validating = pointedAt(pick(objects, 'ValidatingWebhookConfiguration'), `https://localhost:${port}/validate`);
@@ -118,12 +66,7 @@ beforeAll(async () => {
 }, CLUSTER_START_TIMEOUT_MS);
 
 afterAll(async () => {
-  await daemon?.stop();
-  // The configurations select namespaces of this test only, yet are removed first: nothing may call a stopped daemon.
-  for (const c of created) await client?.delete(c).catch(() => undefined);
-  for (const n of [enabledNs, plainNs, meshNs]) await deleteNamespace(client, n);
-  if (certDir) await rm(certDir, { recursive: true, force: true });
-  client?.close();
+  await endWebhookTest({ client, daemon, configs: created, namespaces: [enabledNs, plainNs, meshNs], dir: certDir });
 }, 120_000);
 
 describe('the API server calls meshd over TLS', () => {
@@ -201,19 +144,7 @@ describe('the API server calls meshd over TLS', () => {
   }, 60_000);
 });
 
-/** POST `body` to the webhook port as the API server would (the test's root trusted). */
-function post(path: string, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', servername: 'localhost', port: webhookPort, path, method: 'POST', ca: caPem, headers: { 'content-type': 'application/json' }, timeout: 20_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.end(body);
-  });
-}
+const post = (path: string, body: string): Promise<{ status: number; text: string }> => postToWebhook(webhookPort, caPem, path, body);
 
 describe('bad input on the webhook port', () => {
   it('a malformed AdmissionReview is a 400 naming what is wrong, counted; the server keeps serving', async () => {

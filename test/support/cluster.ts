@@ -129,6 +129,8 @@ export interface KubeResponse {
   readonly status: number;
   /** Parsed JSON, or the text when the body is not JSON. */
   readonly body: unknown;
+  /** Response headers (lower-case names); `warning` holds the API server's warnings. */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
 }
 
 /**
@@ -164,7 +166,7 @@ export async function kubeRequest(
         } catch {
           // not JSON (e.g. /readyz answers "ok")
         }
-        resolveReq({ status: res.statusCode ?? 0, body: parsed });
+        resolveReq({ status: res.statusCode ?? 0, body: parsed, headers: res.headers });
       });
     });
     req.on('timeout', () => req.destroy(new Error(`${method} ${url.href}: no answer in ${opts.timeoutMs ?? 30_000} ms`)));
