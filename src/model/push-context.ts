@@ -563,7 +563,13 @@ function changesBetween(prev: PushContext, next: PushContext): ChangeSet {
     return ChangeSet.ALL;
   }
   const keys = new Set<DepKey>([Dep.version]);
-  prev.policies.sources.forEach((before, i) => forChanged(before, next.policies.sources[i] ?? [], () => keys.add(Dep.policies)));
+  prev.policies.sources.forEach((before, i) =>
+    forChanged(before, next.policies.sources[i] ?? [], () => {
+      keys.add(Dep.policies);
+      // sources[0] are the PeerAuthentications: mutual TLS modes (inbound chains, auto mTLS toward endpoints)
+      if (i === 0) keys.add(Dep.peerAuthn);
+    }),
+  );
   if (p.jwksView !== n.jwksView) {
     for (const uri of new Set([...p.jwksView.keys(), ...n.jwksView.keys()])) if (p.jwksView.get(uri) !== n.jwksView.get(uri)) keys.add(Dep.jwks(uri));
   }

@@ -11,8 +11,9 @@ const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
   VirtualService: [TypeUrl.Listener, TypeUrl.Route],
   Gateway: [TypeUrl.Listener, TypeUrl.Route],
   // security policy (docs/adr/0080): inbound TLS and authorization filters live in listeners; the
-  // automatic mutual TLS of proxyless clients' clusters follows the destination's mode (docs/adr/0103)
-  PeerAuthentication: [TypeUrl.Listener, TypeUrl.Cluster],
+  // automatic mutual TLS of proxyless clients' clusters (docs/adr/0103) and of Envoy's endpoints
+  // (their tlsMode metadata, docs/adr/0151) follows the destination's mode
+  PeerAuthentication: [TypeUrl.Listener, TypeUrl.Cluster, TypeUrl.Endpoint],
   AuthorizationPolicy: [TypeUrl.Listener],
   // gateway credentials (docs/adr/0105): the SDS resource, and the listener chain that needs it
   Secret: [TypeUrl.Listener, TypeUrl.Secret],

@@ -4,7 +4,7 @@ import { ClusterLoadAssignment } from '../../gen/envoy/config/endpoint/v3/endpoi
 import type { Proxy } from '../../model/proxy.js';
 import type { PushContext, ResolvedDestinationRule } from '../../model/push-context.js';
 import type { EndpointIndex } from '../../model/endpoint-index.js';
-import { labelsMatch, localityKey, type Service, type ServicePort } from '../../model/service.js';
+import { labelsMatch, localityKey, type Endpoint, type Service, type ServicePort } from '../../model/service.js';
 import { mtlsModeForPort } from '../../model/policy/index.js';
 import type { TrafficPolicy } from '../../config/spec-types.js';
 import { objectId } from '../../util/identity.js';
@@ -172,7 +172,8 @@ function endpointsFor(name: string, proxy: Proxy, push: PushContext, endpoints: 
   const dr = push.destinationRule(proxy, ref.service);
   const hostEps = endpoints.get(ref.service.hostname);
   const failover = dr?.spec.trafficPolicy?.outlierDetection !== undefined && (proxy.locality.region !== '' || proxy.locality.zone !== '');
-  const key = `e|${name}|v${hostEps.version}|d${objectId(dr?.spec)}|${withTlsMetadata ? 't' : ''}|${failover ? localityKey(proxy.locality) : ''}`;
+  const flipped = withTlsMetadata ? autoMtlsFlips(ref, push, endpoints) : NO_FLIPS;
+  const key = `e|${name}|v${hostEps.version}|d${objectId(dr?.spec)}|${withTlsMetadata ? 't' : ''}|${failover ? localityKey(proxy.locality) : ''}${flipped.key}`;
   return [
     cache.getOrBuild('eds', key, () => {
       const subsetLabels = ref.subset ? dr?.spec.subsets?.find((s) => s.name === ref.subset)?.labels : undefined;
@@ -183,8 +184,47 @@ function endpointsFor(name: string, proxy: Proxy, push: PushContext, endpoints: 
         subsetLabels: ref.subset ? (subsetLabels ?? {}) : undefined,
         clientLocality: failover ? proxy.locality : undefined,
         withTlsMetadata,
+        tlsFlipped: flipped.endpoints,
       });
       return { name, typeUrl: TypeUrl.Endpoint, bytes: encode(ClusterLoadAssignment, cla) };
     }),
   ];
+}
+
+interface TlsFlips {
+  /** Endpoints whose mesh TLS is not what their `tlsMode` label says. */
+  readonly endpoints: ReadonlySet<Endpoint>;
+  /** Empty when none; else `|a` and the flipped endpoints' addresses (part of the EDS cache key). */
+  readonly key: string;
+}
+
+const NO_FLIPS: TlsFlips = Object.freeze({ endpoints: new Set<Endpoint>(), key: '' });
+
+/**
+ * Automatic mutual TLS toward each endpoint of a service port (docs/adr/0151), as the public API's
+ * auto mTLS decides it: the endpoint's `tlsMode` label says whether a sidecar answers it, and the
+ * destination workload's effective PeerAuthentication mode for that port overrides it — DISABLE
+ * means plaintext (its sidecar would refuse mesh TLS), STRICT means mesh TLS (a proxyless server,
+ * which carries no label, would refuse plaintext). PERMISSIVE leaves the label's answer. Reading the
+ * policies records their dependency (PeerAuthentications only), so an edit rebuilds the load
+ * assignments that read one and the cache key changes only where an endpoint's answer changes.
+ */
+function autoMtlsFlips(ref: ClusterRef, push: PushContext, endpoints: EndpointIndex): TlsFlips {
+  if (!push.mesh.enableAutoMtls || ref.service.meshExternal || !push.policies.hasPeerAuthn()) return NO_FLIPS;
+  const host = ref.service.hostname;
+  return push.memoize(
+    `amtls|${host}|${ref.service.namespace}|${ref.port.name}`,
+    () => {
+      const out = new Set<Endpoint>();
+      for (const e of endpoints.get(host).endpoints) {
+        if (e.servicePortName !== ref.port.name) continue;
+        const mode = mtlsModeForPort(push.policies.mtlsFor({ namespace: ref.service.namespace, labels: e.labels }), e.port);
+        const label = e.tlsMode === 'mesh';
+        if ((mode === 'DISABLE' && label) || (mode === 'STRICT' && !label)) out.add(e);
+      }
+      if (out.size === 0) return NO_FLIPS;
+      return { endpoints: out, key: `|a${[...out].map((e) => `${e.address}:${e.port}`).join(',')}` };
+    },
+    endpoints,
+  );
 }
