@@ -16,8 +16,8 @@ describe('affectedTypes', () => {
     expect(sorted(affectedTypes(pushRequest({ full: false, reason: 'endpoint', edsHosts: ['a'] }), 'grpc'))).toEqual(sorted(new Set([TypeUrl.Cluster, TypeUrl.Endpoint])));
   });
 
-  it('is listeners and secrets for a gateway credential (Secret) change', () => {
-    expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'secret', kinds: ['Secret'] })))).toEqual(sorted(new Set([TypeUrl.Listener, TypeUrl.Secret])));
+  it('is clusters, listeners and secrets for a credential (Secret) change', () => {
+    expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'secret', kinds: ['Secret'] })))).toEqual(sorted(new Set([TypeUrl.Cluster, TypeUrl.Listener, TypeUrl.Secret])));
   });
 
   it('is listeners and routes for VirtualService and Gateway changes', () => {
