@@ -4,7 +4,8 @@
  * stream; an edit of the Secret reaches it without a restart; a gateway of another namespace that
  * asks for it is refused and counted; the whole configuration passes tools/xds-validate, SDS names
  * included; the debug views and the daemon's log never show the private key; a deleted Secret
- * takes its server's chain away.
+ * takes its server's chain away. A sidecar that a DestinationRule with a workloadSelector selects gets
+ * the rule's credential the same way (docs/adr/0152).
  */
 import { randomBytes } from 'node:crypto';
 import { Listener } from '../src/gen/envoy/config/listener/v3/listener.js';
@@ -37,6 +38,23 @@ spec:
     - port: { number: 8443, name: https, protocol: HTTPS }
       hosts: ["*/echo.example.com"]
       tls: { mode: MUTUAL, credentialName: echo-cert, subjectAltNames: [client.example.com], minProtocolVersion: TLSV1_2 }
+---
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: { name: upstream, namespace: ${NS} }
+spec:
+  hosts: [upstream.example.com]
+  location: MESH_EXTERNAL
+  resolution: DNS
+  ports: [{ number: 443, name: tls, protocol: TLS }]
+---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: { name: upstream-mtls, namespace: ${NS} }
+spec:
+  host: upstream.example.com
+  workloadSelector: { matchLabels: { app: e2e-client } }
+  trafficPolicy: { tls: { mode: MUTUAL, credentialName: echo-cert, sni: upstream.example.com } }
 `;
 
 interface Report {
@@ -182,6 +200,24 @@ describe('gateway credentials from Kubernetes Secrets over SDS', () => {
     expect(report.errors).toEqual([]);
     expect(report.ok).toBe(true);
     expect(report.resources[TypeUrl.Secret]).toEqual(['kubernetes://echo-cert', 'kubernetes://echo-cert-cacert']);
+  }, GO_TOOL_BUILD_TIMEOUT_MS);
+
+  it('a sidecar selected by a DestinationRule with a workloadSelector gets its credential over SDS, and passes xds-validate, SDS names included (docs/adr/0152)', async () => {
+    const validator = await goToolPath('xds-validate');
+    const node = `sidecar~10.0.0.30~client-1.${NS}~${NS}.svc.cluster.local`;
+    const report = await runXdsValidate<Report & { dump: Record<string, Record<string, unknown>> }>(validator, [
+      ...['-addr', daemon.grpcAddr, '-node-id', node, '-metadata', JSON.stringify({ NAMESPACE: NS, LABELS: { app: 'e2e-client' } }), '-timeout', '20s', '-dump'],
+    ]);
+    expect(report.errors).toEqual([]);
+    expect(report.ok).toBe(true);
+    expect(report.resources[TypeUrl.Secret]).toEqual(['kubernetes://echo-cert', 'kubernetes://echo-cert-cacert']);
+    expect(JSON.stringify(report.dump[TypeUrl.Cluster]['outbound|443||upstream.example.com'])).toContain('kubernetes://echo-cert');
+    // a sidecar of the namespace the rule does not select names no credential (its neighbour's rule is not its own)
+    const other = await runXdsValidate<Report>(validator, [
+      ...['-addr', daemon.grpcAddr, '-node-id', `sidecar~10.0.0.31~web-1.${NS}~${NS}.svc.cluster.local`, '-metadata', JSON.stringify({ NAMESPACE: NS, LABELS: { app: 'web' } }), '-timeout', '20s'],
+    ]);
+    expect(other.errors).toEqual([]);
+    expect(other.resources[TypeUrl.Secret] ?? []).toEqual([]);
   }, GO_TOOL_BUILD_TIMEOUT_MS);
 
   it('shows no private key in the debug views or the log', async () => {

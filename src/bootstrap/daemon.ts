@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { MemoryConfigStore } from '../config/store.js';
+import type { Proxy } from '../model/proxy.js';
 import { FileConfigSource } from '../config/file-source.js';
 import { configReportText, type ConfigRejection } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -188,6 +189,8 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   );
   // Filled in once the controllers exist (they need the model, which the ADS server feeds from).
   const late: { controllers?: DaemonControllers; debug?: DebugHandler; watchCredentials?: () => void } = {};
+  // gateways, and sidecars whose workload-selecting DestinationRules name a credential (docs/adr/0152)
+  const namesCredentials = (proxy: Proxy): boolean => proxy.type === 'router' || (proxy.type === 'sidecar' && model.current().push.credentialReferences(proxy).length > 0);
   const ads = new DiscoveryServer({
     model: () => model.current(),
     generatorsFor,
@@ -200,11 +203,11 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     access: credentialAccess(metrics.sdsCertificateErrors, logs.ads),
     observer: {
       connected: (proxy) => {
-        if (proxy.type === 'router') late.watchCredentials?.();
+        if (namesCredentials(proxy)) late.watchCredentials?.();
         return late.controllers?.workloadEntries?.connected(proxy);
       },
       disconnected: (proxy) => {
-        if (proxy.type === 'router') late.watchCredentials?.();
+        if (namesCredentials(proxy)) late.watchCredentials?.();
         late.controllers?.distribution?.onDisconnect(proxy.id);
         return late.controllers?.workloadEntries?.disconnected(proxy);
       },
@@ -218,7 +221,8 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     late.watchCredentials = () => {
       const push = model.current().push;
       const keys = new Set<string>();
-      for (const c of ads.connections.values()) if (c.proxy.type === 'router') for (const k of push.credentialReferences(c.proxy)) keys.add(k);
+      // gateways, and sidecars selected by a DestinationRule that names a credential (docs/adr/0152)
+      for (const c of ads.connections.values()) for (const k of push.credentialReferences(c.proxy)) keys.add(k);
       credentials.want(keys);
     };
     model.onPush((req) => {

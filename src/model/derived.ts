@@ -46,6 +46,8 @@ export const Dep = {
   endpoints: (hostname: string): DepKey => `ep:${hostname}`,
   /** Security policies (PeerAuthentication, AuthorizationPolicy, RequestAuthentication), any of them. */
   policies: 'policy' as DepKey,
+  /** PeerAuthentications only (a subset of `policies`): what mutual TLS modes depend on (docs/adr/0151). */
+  peerAuthn: 'policy:pa' as DepKey,
   /** One Kubernetes Secret named by a `credentialName` (`namespace/name`, docs/adr/0105). */
   credential: (key: string): DepKey => `secret:${key}`,
   /** The public key set fetched from one `jwksUri` (docs/adr/0100). */

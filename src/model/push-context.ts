@@ -163,15 +163,7 @@ export class PushContext {
     });
     this.jwksView = input.jwks ?? EMPTY_JWKS_VIEW;
     this.credentialSet = input.credentials ?? CredentialSet.EMPTY;
-    this.drCredentials = [
-      ...new Set(
-        drs.flatMap((c) => {
-          const tp = c.spec.trafficPolicy;
-          const all = [tp, ...(tp?.portLevelSettings ?? []), ...(c.spec.subsets ?? []).flatMap((s) => [s.trafficPolicy, ...(s.trafficPolicy?.portLevelSettings ?? [])])];
-          return all.map((p) => p?.tls?.credentialName).filter((n): n is string => typeof n === 'string' && n !== '');
-        }),
-      ),
-    ];
+    this.drCredentials = [...new Set(drs.flatMap((c) => destinationRuleCredentialNames(c.spec)))];
     this.changes = input.previous ? changesBetween(input.previous, this) : ChangeSet.ALL;
     this.derived = new DerivedMemo(input.previous ? { memo: input.previous.derived, changes: this.changes } : undefined);
   }
@@ -351,7 +343,39 @@ export class PushContext {
   /** Key under which proxies see the same outbound world (namespace + Sidecar scope). */
   scopeKey(proxy: Proxy): string {
     const sc = this.sidecarFor(proxy);
-    return `${proxy.namespace}|${sc ? `${sc.meta.namespace}/${sc.meta.name}` : ''}`;
+    const base = `${proxy.namespace}|${sc ? `${sc.meta.namespace}/${sc.meta.name}` : ''}`;
+    // DestinationRules with a workloadSelector apply to some proxies of a namespace only: those
+    // proxies see other clusters (and credentials, docs/adr/0152) than their neighbours
+    return this.destinationRulesSelectWorkloads ? `${base}${this.workloadRulesKey(proxy)}` : base;
+  }
+
+  /** `|wdr:` and the DestinationRules with a workloadSelector that select `proxy` (its namespace's); '' when none. */
+  private workloadRulesKey(proxy: Pick<Proxy, 'namespace' | 'labels'>): string {
+    // asked on every generation of a proxy: once per labels object and namespace per snapshot
+    const byNs = this.workloadRuleKeys.get(proxy.labels);
+    const known = byNs?.get(proxy.namespace);
+    if (known !== undefined) return known;
+    const rules = this.workloadRules(proxy);
+    const key = rules.length === 0 ? '' : `|wdr:${rules.map((r) => r.source.meta.name).join(',')}`;
+    if (byNs) byNs.set(proxy.namespace, key);
+    else this.workloadRuleKeys.set(proxy.labels, new Map([[proxy.namespace, key]]));
+    return key;
+  }
+  private readonly workloadRuleKeys = new WeakMap<object, Map<string, string>>();
+
+  /** The DestinationRules with a workloadSelector that select `proxy` (they live in its namespace). */
+  private workloadRules(proxy: Pick<Proxy, 'namespace' | 'labels'>): ReadonlyArray<ResolvedDestinationRule> {
+    if (!this.destinationRulesSelectWorkloads) return [];
+    const index = this.destinationRulesByNamespace.get(proxy.namespace);
+    if (!index) return [];
+    const out: ResolvedDestinationRule[] = [];
+    for (const list of [...index.exact.values(), index.wildcard]) {
+      for (const dr of list) {
+        const sel = dr.spec.workloadSelector?.matchLabels;
+        if (sel && Object.keys(sel).length > 0 && labelsMatch(sel, proxy.labels)) out.push(dr);
+      }
+    }
+    return out;
   }
 
   /** Services the proxy may reach: exportTo visibility, then the Sidecar's egress hosts. One copy per scope per push. */
@@ -518,6 +542,7 @@ export class PushContext {
    * its `-cacert` companion; names of another namespace (`ns/name`) are never read for it.
    */
   credentialReferences(proxy: Proxy): string[] {
+    if (proxy.type === 'sidecar') return this.sidecarCredentialReferences(proxy);
     if (proxy.type !== 'router') return [];
     const names = new Set<string>();
     const add = (n: string | undefined): void => {
@@ -536,6 +561,26 @@ export class PushContext {
       }
     }
     for (const n of this.drCredentials) add(n);
+    return [...names].sort();
+  }
+
+  /**
+   * The Secrets a sidecar's configuration may name (docs/adr/0152): the `credentialName`s of the
+   * DestinationRules with a workloadSelector that select it, in its own namespace, each with its
+   * `-cacert` companion. A rule without a selector gives sidecars none (its files are used).
+   */
+  private sidecarCredentialReferences(proxy: Proxy): string[] {
+    const rules = this.workloadRules(proxy);
+    if (rules.length === 0) return [];
+    const names = new Set<string>();
+    for (const dr of rules) {
+      for (const n of destinationRuleCredentialNames(dr.spec)) {
+        const ref = ownNamespaceCredential(n, proxy.namespace);
+        if (!ref) continue;
+        names.add(`${proxy.namespace}/${ref}`);
+        if (!ref.endsWith(CACERT_SUFFIX)) names.add(`${proxy.namespace}/${ref}${CACERT_SUFFIX}`);
+      }
+    }
     return [...names].sort();
   }
 
@@ -563,7 +608,13 @@ function changesBetween(prev: PushContext, next: PushContext): ChangeSet {
     return ChangeSet.ALL;
   }
   const keys = new Set<DepKey>([Dep.version]);
-  prev.policies.sources.forEach((before, i) => forChanged(before, next.policies.sources[i] ?? [], () => keys.add(Dep.policies)));
+  prev.policies.sources.forEach((before, i) =>
+    forChanged(before, next.policies.sources[i] ?? [], () => {
+      keys.add(Dep.policies);
+      // sources[0] are the PeerAuthentications: mutual TLS modes (inbound chains, auto mTLS toward endpoints)
+      if (i === 0) keys.add(Dep.peerAuthn);
+    }),
+  );
   if (p.jwksView !== n.jwksView) {
     for (const uri of new Set([...p.jwksView.keys(), ...n.jwksView.keys()])) if (p.jwksView.get(uri) !== n.jwksView.get(uri)) keys.add(Dep.jwks(uri));
   }
@@ -697,4 +748,18 @@ function egressAllows(hosts: ReadonlyArray<string>, s: Service, proxyNs: string)
     if (nsOk && hostMatches(host, s.hostname)) return true;
   }
   return false;
+}
+
+/** Every `credentialName` of a DestinationRule (traffic policy, port levels, subsets). */
+export function destinationRuleCredentialNames(spec: DestinationRule): string[] {
+  const tp = spec.trafficPolicy;
+  const all = [tp, ...(tp?.portLevelSettings ?? []), ...(spec.subsets ?? []).flatMap((s) => [s.trafficPolicy, ...(s.trafficPolicy?.portLevelSettings ?? [])])];
+  return all.map((p) => p?.tls?.credentialName).filter((n): n is string => typeof n === 'string' && n !== '');
+}
+
+/** The Secret name of a `credentialName` (`name` or `<namespace>/name`) when it is in `namespace`; undefined otherwise. */
+export function ownNamespaceCredential(credentialName: string, namespace: string): string | undefined {
+  const slash = credentialName.indexOf('/');
+  if (slash < 0) return credentialName || undefined;
+  return credentialName.slice(0, slash) === namespace && slash < credentialName.length - 1 ? credentialName.slice(slash + 1) : undefined;
 }

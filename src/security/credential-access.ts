@@ -1,6 +1,7 @@
 /**
- * Who may have which gateway credential over SDS (docs/adr/0105): only gateways (router proxies),
- * and only the Secrets of their own namespace (a stream's namespace is its authenticated identity's
+ * Who may have which credential over SDS (docs/adr/0105, 0152): gateways (router proxies) and
+ * sidecars, only the Secrets of their own namespace (the SDS generator serves a sidecar only those
+ * its workload-selecting DestinationRules name) (a stream's namespace is its authenticated identity's
  * under XDS_AUTH with the identity check). Every refused name is counted in
  * disc_sds_certificate_errors_total and logged (names only, rate-limited).
  */
@@ -17,10 +18,11 @@ const NONE: ReadonlySet<string> = new Set();
 
 /** Why `proxy` may not have the SDS resource `name`; undefined when it may. */
 export function credentialRefusal(proxy: Pick<Proxy, 'type' | 'namespace'>, name: string): string | undefined {
-  if (proxy.type !== 'router') return `only gateways are served credentials over SDS; this is a ${proxy.type}`;
+  if (proxy.type !== 'router' && proxy.type !== 'sidecar') return `only gateways and sidecars are served credentials over SDS; this is a ${proxy.type}`;
   const ref = parseCredentialName(name);
   if (!ref) return 'not a credential name (want kubernetes://[<namespace>/]<name>[-cacert])';
-  if (ref.namespace !== undefined && ref.namespace !== proxy.namespace) return `the Secret is in namespace ${ref.namespace}, the gateway in ${proxy.namespace}`;
+  const who = proxy.type === 'router' ? 'gateway' : 'sidecar';
+  if (ref.namespace !== undefined && ref.namespace !== proxy.namespace) return `the Secret is in namespace ${ref.namespace}, the ${who} in ${proxy.namespace}`;
   return undefined;
 }
 

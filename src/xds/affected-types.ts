@@ -11,11 +11,12 @@ const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
   VirtualService: [TypeUrl.Listener, TypeUrl.Route],
   Gateway: [TypeUrl.Listener, TypeUrl.Route],
   // security policy (docs/adr/0080): inbound TLS and authorization filters live in listeners; the
-  // automatic mutual TLS of proxyless clients' clusters follows the destination's mode (docs/adr/0103)
-  PeerAuthentication: [TypeUrl.Listener, TypeUrl.Cluster],
+  // automatic mutual TLS of proxyless clients' clusters (docs/adr/0103) and of Envoy's endpoints
+  // (their tlsMode metadata, docs/adr/0151) follows the destination's mode
+  PeerAuthentication: [TypeUrl.Listener, TypeUrl.Cluster, TypeUrl.Endpoint],
   AuthorizationPolicy: [TypeUrl.Listener],
-  // gateway credentials (docs/adr/0105): the SDS resource, and the listener chain that needs it
-  Secret: [TypeUrl.Listener, TypeUrl.Secret],
+  // credentials (docs/adr/0105, 0152): the SDS resource, the gateway chain and the cluster that name it
+  Secret: [TypeUrl.Cluster, TypeUrl.Listener, TypeUrl.Secret],
   // request authentication (docs/adr/0100): the jwt_authn filter of inbound listeners
   RequestAuthentication: [TypeUrl.Listener],
 };
@@ -23,8 +24,8 @@ const TYPES_BY_KIND: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
 /** Reasons other than config kinds whose pushes reach some types only: a fetched key set changes jwt_authn filters. */
 const TYPES_BY_REASON: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
   jwks: [TypeUrl.Listener],
-  // a credential Secret changed (docs/adr/0105): its SDS resource and the chain that needs it
-  secret: [TypeUrl.Listener, TypeUrl.Secret],
+  // a credential Secret changed (docs/adr/0105, 0152): its SDS resource, the chain and the cluster that name it
+  secret: [TypeUrl.Cluster, TypeUrl.Listener, TypeUrl.Secret],
 };
 
 /**

@@ -16,8 +16,8 @@ describe('affectedTypes', () => {
     expect(sorted(affectedTypes(pushRequest({ full: false, reason: 'endpoint', edsHosts: ['a'] }), 'grpc'))).toEqual(sorted(new Set([TypeUrl.Cluster, TypeUrl.Endpoint])));
   });
 
-  it('is listeners and secrets for a gateway credential (Secret) change', () => {
-    expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'secret', kinds: ['Secret'] })))).toEqual(sorted(new Set([TypeUrl.Listener, TypeUrl.Secret])));
+  it('is clusters, listeners and secrets for a credential (Secret) change', () => {
+    expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'secret', kinds: ['Secret'] })))).toEqual(sorted(new Set([TypeUrl.Cluster, TypeUrl.Listener, TypeUrl.Secret])));
   });
 
   it('is listeners and routes for VirtualService and Gateway changes', () => {
@@ -27,9 +27,9 @@ describe('affectedTypes', () => {
     expect(sorted(affectedTypes(both))).toEqual(sorted(new Set([TypeUrl.Listener, TypeUrl.Route])));
   });
 
-  it('is listeners for AuthorizationPolicy, listeners and clusters for PeerAuthentication (proxyless auto mTLS follows it)', () => {
+  it('is listeners for AuthorizationPolicy, listeners, clusters and endpoints for PeerAuthentication (auto mTLS follows it)', () => {
     expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'config', kinds: ['AuthorizationPolicy'] })))).toEqual([TypeUrl.Listener]);
-    expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'config', kinds: ['PeerAuthentication'] })))).toEqual(sorted(new Set([TypeUrl.Cluster, TypeUrl.Listener])));
+    expect(sorted(affectedTypes(pushRequest({ full: true, reason: 'config', kinds: ['PeerAuthentication'] })))).toEqual(sorted(new Set([TypeUrl.Cluster, TypeUrl.Endpoint, TypeUrl.Listener])));
   });
 
   it('is every type once a kind that shapes clusters, or another cause, takes part', () => {

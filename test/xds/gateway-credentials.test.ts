@@ -7,45 +7,16 @@ import type { FilterChain } from '../../src/gen/envoy/config/listener/v3/listene
 import { DownstreamTlsContext, UpstreamTlsContext } from '../../src/gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
 import { TlsParameters_TlsProtocol } from '../../src/gen/envoy/extensions/transport_sockets/tls/v3/common.js';
 import { TcpProxy } from '../../src/gen/envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.js';
-import { CredentialSet, credentialFromSecret, type CredentialLookup, type CredentialSource } from '../../src/model/credentials.js';
+import { TestCredentials } from '../support/credentials.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { credentialAccess, SECRET_TYPE_URL } from '../../src/security/credential-access.js';
 import { anyToJson, envoyConfigDump } from '../../src/xds/envoy/config-dump.js';
-import { modelFromYaml, router, sidecar, TypeUrl, type TestModel } from '../support/model.js';
+import { grpcClient, modelFromYaml, router, sidecar, TypeUrl, type TestModel } from '../support/model.js';
 
 const CERT = '-----BEGIN CERTIFICATE-----\nMIIBcertificate\n-----END CERTIFICATE-----\n';
 const KEY = '-----BEGIN PRIVATE KEY-----\nMIIEvQprivatekeymaterial\n-----END PRIVATE KEY-----\n';
 const CA = '-----BEGIN CERTIFICATE-----\nMIIBclientca\n-----END CERTIFICATE-----\n';
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
-
-/** Credentials as the Kubernetes source would hold them, changeable by the test. */
-class TestCredentials implements CredentialSource {
-  private set = CredentialSet.EMPTY;
-  private readonly handlers = new Set<() => void>();
-  private readonly entries = new Map<string, CredentialLookup>();
-  private readonly pending = new Set<string>();
-  current(): CredentialSet {
-    return this.set;
-  }
-  onChange(h: () => void): () => void {
-    this.handlers.add(h);
-    return () => this.handlers.delete(h);
-  }
-  secret(ns: string, name: string, data: Record<string, string> | undefined, version = '1'): void {
-    this.pending.delete(`${ns}/${name}`);
-    if (data === undefined) this.entries.delete(`${ns}/${name}`);
-    else this.entries.set(`${ns}/${name}`, credentialFromSecret(ns, name, version, Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)]))));
-    this.publish();
-  }
-  loading(ns: string, name: string): void {
-    this.pending.add(`${ns}/${name}`);
-    this.publish();
-  }
-  private publish(): void {
-    this.set = new CredentialSet(new Map(this.entries), new Set(this.pending));
-    for (const h of this.handlers) h();
-  }
-}
 
 const gateway = (servers: string): string => `
 apiVersion: networking.mesh.io/v1
@@ -239,17 +210,19 @@ describe('who may ask for a credential over SDS', () => {
   const access = credentialAccess(metrics.sdsCertificateErrors, pino({ level: 'silent' }));
   const count = async (): Promise<number> => (await metrics.sdsCertificateErrors.get()).values[0]?.value ?? 0;
 
-  it('refuses other namespaces, non-credential names and proxies that are not gateways, and counts each refusal', async () => {
+  it('refuses other namespaces, non-credential names and proxyless clients, and counts each refusal', async () => {
     const before = await count();
     expect([...access(router('mesh-system'), SECRET_TYPE_URL, new Set(['kubernetes://echo-cert', 'kubernetes://mesh-system/echo-cert', 'kubernetes://echo-cert-cacert']))]).toEqual([]);
     expect([...access(router('team-b'), SECRET_TYPE_URL, new Set(['kubernetes://mesh-system/echo-cert', 'kubernetes://own']))]).toEqual(['kubernetes://mesh-system/echo-cert']);
     expect([...access(router('team-b'), SECRET_TYPE_URL, new Set(['file:///etc/key.pem']))]).toEqual(['file:///etc/key.pem']);
-    expect([...access(sidecar('10.0.0.1', 'a', 'mesh-system'), SECRET_TYPE_URL, new Set(['kubernetes://echo-cert']))]).toEqual(['kubernetes://echo-cert']);
+    // sidecars: their own namespace only (what the SDS generator then serves them: docs/adr/0152); gRPC clients nothing
+    expect([...access(sidecar('10.0.0.1', 'a', 'team-b'), SECRET_TYPE_URL, new Set(['kubernetes://mesh-system/echo-cert']))]).toEqual(['kubernetes://mesh-system/echo-cert']);
+    expect([...access(grpcClient('mesh-system'), SECRET_TYPE_URL, new Set(['kubernetes://echo-cert']))]).toEqual(['kubernetes://echo-cert']);
     expect([...access(sidecar('10.0.0.1', 'a'), TypeUrl.Cluster, new Set(['outbound|80||x']))]).toEqual([]);
-    expect((await count()) - before).toBe(3);
+    expect((await count()) - before).toBe(4);
   });
 
-  it('the SDS generator itself serves a gateway nothing of another namespace, and sidecars nothing at all', () => {
+  it('the SDS generator itself serves a gateway nothing of another namespace, and sidecars nothing their rules do not name', () => {
     const creds = new TestCredentials();
     creds.secret('mesh-system', 'echo-cert', { 'tls.crt': CERT, 'tls.key': KEY });
     const { m } = setup(gateway(`    - port: { number: 80, name: http, protocol: HTTP }

@@ -320,7 +320,7 @@ spec:
     try {
       const texts = m.model.current().push.policies.diagnostics.map((d) => `${d.kind} ${d.namespace}/${d.name}: ${d.message}`);
       expect(texts).toEqual([
-        expect.stringMatching(/^DestinationRule default\/ratings: tls.credentialName "client-cert" is served over SDS to gateways only/),
+        expect.stringMatching(/^DestinationRule default\/ratings: tls.credentialName "client-cert" applies at gateways only: the rule has no workloadSelector/),
       ]);
     } finally {
       m.stop();

@@ -103,8 +103,10 @@ export function policyDiagnostics(policies: ReadonlyArray<AuthzPolicy>, requestA
   return out;
 }
 
-/** What a DestinationRule's `credentialName` does for proxies other than gateways (docs/adr/0105). */
-export const CREDENTIAL_GATEWAYS_ONLY = 'is served over SDS to gateways only (Secrets of the gateway\'s namespace): a sidecar that uses this rule waits for that secret and its TLS does not come up';
+/** What a DestinationRule's `credentialName` does for sidecars when the rule has no workloadSelector (docs/adr/0152). */
+export const CREDENTIAL_GATEWAYS_ONLY = 'applies at gateways only: the rule has no workloadSelector, so sidecars use its certificate files';
+/** What a `credentialName` of another namespace does in a DestinationRule (docs/adr/0152). */
+export const CREDENTIAL_RULE_OTHER_NAMESPACE = 'names a Secret of another namespace than the workloads the rule selects, which is never served to them: they use the rule\'s certificate files';
 /** What a `credentialName` of another namespace does (docs/adr/0105). */
 export const CREDENTIAL_OTHER_NAMESPACE = 'names a Secret of another namespace, which is never served to a gateway: the server gets no filter chain';
 
@@ -112,6 +114,7 @@ interface TlsHolder {
   readonly tls?: { readonly credentialName?: string; readonly credentialNames?: ReadonlyArray<string> };
 }
 interface DestinationRuleLike {
+  readonly workloadSelector?: { readonly matchLabels?: Readonly<Record<string, string>> };
   readonly trafficPolicy?: TlsHolder & { readonly portLevelSettings?: ReadonlyArray<TlsHolder> };
   readonly subsets?: ReadonlyArray<{ readonly name?: string; readonly trafficPolicy?: TlsHolder & { readonly portLevelSettings?: ReadonlyArray<TlsHolder> } }>;
 }
@@ -122,7 +125,8 @@ interface GatewayLike {
 const credentialsOf = (h: TlsHolder | undefined): string[] => [...(h?.tls?.credentialName ? [h.tls.credentialName] : []), ...(h?.tls?.credentialNames ?? [])];
 
 /**
- * What `credentialName`s do not do: a DestinationRule's is served to gateways only; a Gateway's that
+ * What `credentialName`s do not do: a DestinationRule's reaches sidecars only through a
+ * workloadSelector, and one naming `ns/name` (another namespace for some proxy) is never served; a Gateway's that
  * names another namespace (`ns/name`, as gateway-api certificate references are converted) is not
  * served at all.
  */
@@ -131,7 +135,16 @@ export function credentialDiagnostics(rules: Iterable<ConfigObject<DestinationRu
   for (const r of rules) {
     const policies = [r.spec.trafficPolicy, ...(r.spec.subsets ?? []).map((s) => s.trafficPolicy)];
     const names = new Set(policies.flatMap((p) => [...credentialsOf(p), ...(p?.portLevelSettings ?? []).flatMap(credentialsOf)]));
-    for (const n of names) out.push({ kind: 'DestinationRule', namespace: r.meta.namespace, name: r.meta.name, message: `tls.credentialName "${n}" ${CREDENTIAL_GATEWAYS_ONLY}` });
+    const selects = Object.keys(r.spec.workloadSelector?.matchLabels ?? {}).length > 0;
+    for (const n of names) {
+      const slash = n.indexOf('/');
+      // a rule with a selector selects workloads of its own namespace: their Secrets are of that namespace
+      if (selects && slash >= 0 && n.slice(0, slash) !== r.meta.namespace) {
+        out.push({ kind: 'DestinationRule', namespace: r.meta.namespace, name: r.meta.name, message: `tls.credentialName "${n}" ${CREDENTIAL_RULE_OTHER_NAMESPACE}` });
+      } else if (!selects) {
+        out.push({ kind: 'DestinationRule', namespace: r.meta.namespace, name: r.meta.name, message: `tls.credentialName "${n}" ${CREDENTIAL_GATEWAYS_ONLY}` });
+      }
+    }
   }
   for (const g of gateways) {
     const names = new Set((g.spec.servers ?? []).flatMap(credentialsOf));

@@ -181,7 +181,8 @@ export class PolicyIndex {
    * Port-level settings come from the workload-level policy (UNSET ports inherit its mode).
    */
   mtlsFor(w: PolicyWorkload): WorkloadMtls {
-    recordDep(Dep.policies);
+    // modes come from PeerAuthentications alone: an edit of another policy kind leaves them
+    recordDep(Dep.peerAuthn);
     return this.memoize(`pa|${w.namespace}|${labelsKey(w.labels)}`, () => {
       const inNs = this.peerAuthn.get(w.namespace) ?? [];
       const mesh = (this.peerAuthn.get(this.mesh.rootNamespace) ?? []).find((p) => !p.selector);
@@ -200,6 +201,12 @@ export class PolicyIndex {
       ports.sort((a, b) => a[0] - b[0]);
       return { mode, ports, key: `${mode}${ports.map(([p, m]) => `|${p}=${m}`).join('')}` };
     });
+  }
+
+  /** Whether any PeerAuthentication exists (without one every port is PERMISSIVE). Records the dependency. */
+  hasPeerAuthn(): boolean {
+    recordDep(Dep.peerAuthn);
+    return this.peerAuthn.size > 0;
   }
 
   /** The AuthorizationPolicies that apply to a workload (all actions, dry-run ones included). */

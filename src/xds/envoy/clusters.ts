@@ -73,6 +73,8 @@ export interface OutboundClusterInput {
    * (the generator decides per cluster, docs/adr/0103).
    */
   readonly proxylessMeshTls?: boolean;
+  /** Whether the DestinationRule's `credentialName` has a CA to verify the server with (over SDS); default true. */
+  readonly credentialCa?: boolean;
   /** Endpoints for DNS/static clusters that carry them inline. */
   readonly inlineEndpoints?: ReadonlyArray<{ address: string; port: number }>;
 }
@@ -344,7 +346,7 @@ function buildUpstreamTls(input: OutboundClusterInput): ClusterShape['transportS
     const sans = tls.subjectAltNames && tls.subjectAltNames.length > 0 ? tls.subjectAltNames : identitiesOf(input.service);
     return meshClientTls(input.proxyless ? 'provider' : 'sds', tls.sni || meshSni(input.name), sans, input.proxyless ? [] : [MESH_ALPN, 'h2', 'http/1.1']);
   }
-  return destinationRuleTls(tls, input.service.hostname);
+  return destinationRuleTls(tls, input.service.hostname, input.credentialCa ?? true);
 }
 
 /** Inbound cluster for a port of the proxy's own workload. */

@@ -13,6 +13,11 @@ export interface LoadAssignmentInput {
   readonly clientLocality?: Locality;
   /** Proxyless clients ignore transport-socket match metadata; leave it out for them. */
   readonly withTlsMetadata: boolean;
+  /**
+   * Endpoints whose mesh TLS differs from their `tlsMode` label (the destination's PeerAuthentication
+   * decides: docs/adr/0151): the label's answer is flipped for these.
+   */
+  readonly tlsFlipped?: ReadonlySet<Endpoint>;
 }
 
 function priority(client: Locality, l: Locality): number {
@@ -49,7 +54,7 @@ export function buildLoadAssignment(input: LoadAssignmentInput): ClusterLoadAssi
           healthStatus: e.healthy ? HealthStatus.HEALTHY : HealthStatus.UNHEALTHY,
           loadBalancingWeight: e.weight,
           metadata:
-            input.withTlsMetadata && e.tlsMode === 'mesh'
+            input.withTlsMetadata && (e.tlsMode === 'mesh') !== (input.tlsFlipped?.has(e) ?? false)
               ? { filterMetadata: { 'envoy.transport_socket_match': { tlsMode: 'mesh' } } }
               : undefined,
         })),

@@ -5,6 +5,7 @@
  */
 import { Cluster } from '../../gen/envoy/config/cluster/v3/cluster.js';
 import { Listener } from '../../gen/envoy/config/listener/v3/listener.js';
+import type { HttpFilter } from '../../gen/envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.js';
 import { RouteConfiguration } from '../../gen/envoy/config/route/v3/route.js';
 import { VirtualHost_TlsRequirementType, type VirtualHost } from '../../gen/envoy/config/route/v3/route_components.js';
 import type { ConfigObject } from '../../config/types.js';
@@ -17,7 +18,10 @@ import type { EncodedResource, ResourceCache } from '../cache.js';
 import { buildBlackholeCluster, meshSni } from '../envoy/clusters.js';
 import { Any } from '../../gen/google/protobuf/any.js';
 import { jwtAuthnFilter } from '../envoy/security/jwt.js';
+import { httpAuthzFilters, networkAuthzFilters, type FilterShape } from '../envoy/security/authz.js';
+import { NO_AUTHZ } from '../../model/policy/index.js';
 import { workloadJwt } from './request-authn.js';
+import { workloadExtAuthz } from './ext-authz.js';
 import { buildListener, hcmFilter, tcpProxyFilter, tlsInspectorListenerFilter, type FilterChainShape } from '../envoy/listeners.js';
 import { BLACKHOLE_CLUSTER, Filters } from '../envoy/names.js';
 import { encode, msg, type Shape } from '../envoy/pack.js';
@@ -74,12 +78,32 @@ function serverHostPatterns(s: GatewayServer): Array<{ ns: string; host: string 
   });
 }
 
-function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedResource[] {
-  const out: EncodedResource[] = [];
-  // RequestAuthentications that select the gateway: jwt_authn first on its HTTP chains (docs/adr/0100)
+/**
+ * The security filters of a gateway's chains (docs/adr/0100, 0101, 0150): on HTTP chains jwt_authn
+ * (RequestAuthentications that select the gateway), then the CUSTOM ext_authz and the RBAC HTTP
+ * filters of its AuthorizationPolicies; on every other chain the network authorization filters,
+ * before the filters that pick the destination.
+ */
+function gatewaySecurity(proxy: Proxy, push: PushContext, settings: GenerateInput['settings']): {
+  key: string;
+  http: (statPrefix: string) => ReadonlyArray<FilterShape>;
+  tcp: (statPrefix: string) => FilterShape[];
+} {
   const jwt = workloadJwt(proxy, push, settings);
   const jwtFilter = jwtAuthnFilter(jwt.providers);
-  const leadingFilters = jwtFilter ? [jwtFilter] : [];
+  const authz = settings.authz ? push.policies.authzFor(proxy) : NO_AUTHZ;
+  const extAuthz = workloadExtAuthz(proxy, push, settings, authz);
+  const ctx = { protocol: 'tcp' as const, proxyless: false, trustDomain: push.mesh.trustDomain, trustDomainAliases: push.mesh.trustDomainAliases ?? [] };
+  return {
+    key: `${jwt.key}|${authz.key}|${extAuthz.key}`,
+    http: (statPrefix) => [...(jwtFilter ? [jwtFilter] : []), ...httpAuthzFilters({ policies: authz.policies, extAuthz: extAuthz.targets, ctx: { ...ctx, protocol: 'http' }, statPrefix })],
+    tcp: (statPrefix) => networkAuthzFilters({ policies: authz.policies, extAuthz: extAuthz.targets, ctx, statPrefix }),
+  };
+}
+
+function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedResource[] {
+  const out: EncodedResource[] = [];
+  const security = gatewaySecurity(proxy, push, settings);
   for (const [port, all] of [...serversByPort(proxy, push)].sort(([a], [b]) => a - b)) {
     const name = `0.0.0.0_${port}`;
     // a server whose credential is missing has no chain (Envoy would hold the whole listener waiting
@@ -88,9 +112,13 @@ function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedReso
     const servers = all.filter((b) => !terminatesTls(b.server) || credentialsAvailable(b.server, proxy, push));
     if (servers.length === 0) continue;
     // credentials are Secrets of the proxy's namespace: the namespace is part of what the listener reads
-    const key = `gl|${name}|${proxy.namespace}|${servers.map((s) => `${objectId(s.gateway)}#${s.index}`).join(',')}|p${push.version}|${jwt.key}`;
+    // the policies are part of what the listener reads: a policy edit changes the key (and the bytes)
+    const key = `gl|${name}|${proxy.namespace}|${servers.map((s) => `${objectId(s.gateway)}#${s.index}`).join(',')}|p${push.version}|${security.key}|m${objectId(push.mesh)}`;
     out.push(
       cache.getOrBuild('lds', key, () => {
+        const statPrefix = `outbound_0.0.0.0_${port}`;
+        const leadingFilters = security.http(statPrefix) as ReadonlyArray<Shape<HttpFilter>>;
+        const tcpAuthz = security.tcp(statPrefix);
         const chains: FilterChainShape[] = [];
         const seenSni = new Set<string>();
         let plainHttp = false;
@@ -100,7 +128,7 @@ function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedReso
           if (isHttpServer(b.server) && !terminatesTls(b.server)) {
             if (plainHttp) continue; // all plain HTTP servers on a port share one chain and route table
             plainHttp = true;
-            chains.push({ filters: [hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false, leadingFilters })] });
+            chains.push({ filters: [hcmFilter({ statPrefix, rds: gatewayRouteName(b), proxyless: false, leadingFilters })] });
           } else if (terminatesTls(b.server)) {
             needsInspector = true;
             sni.forEach((h) => seenSni.add(h));
@@ -108,9 +136,9 @@ function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedReso
               filterChainMatch: sni.length > 0 ? { serverNames: sni } : undefined,
               transportSocket: { name: Filters.tls, typedConfig: gatewayServerTls(b.server.tls!, push.mesh, isHttpServer(b.server) ? ['h2', 'http/1.1'] : []) },
               filters: [
-                isHttpServer(b.server)
-                  ? hcmFilter({ statPrefix: `outbound_0.0.0.0_${port}`, rds: gatewayRouteName(b), proxyless: false, leadingFilters })
-                  : tcpProxyFilter(name, tcpDestination(b, port, proxy, push)),
+                ...(isHttpServer(b.server)
+                  ? [hcmFilter({ statPrefix, rds: gatewayRouteName(b), proxyless: false, leadingFilters })]
+                  : [...tcpAuthz, tcpProxyFilter(name, tcpDestination(b, port, proxy, push))]),
               ],
             });
           } else if (tlsMode(b.server) === 'AUTO_PASSTHROUGH') {
@@ -120,7 +148,7 @@ function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedReso
             sni.forEach((h) => seenSni.add(h));
             chains.push({
               filterChainMatch: sni.length > 0 ? { serverNames: sni } : undefined,
-              filters: [sniClusterFilter(), tcpProxyFilter(name, BLACKHOLE_CLUSTER)],
+              filters: [...tcpAuthz, sniClusterFilter(), tcpProxyFilter(name, BLACKHOLE_CLUSTER)],
             });
           } else if (tlsMode(b.server) === 'PASSTHROUGH') {
             // one chain per TLS route: its SNI hosts (within the server's hosts) to its destination
@@ -129,11 +157,11 @@ function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedReso
               const names = r.sniHosts.filter((h) => !seenSni.has(h));
               if (names.length === 0) continue;
               names.forEach((h) => seenSni.add(h));
-              chains.push({ filterChainMatch: { serverNames: names }, filters: [tcpProxyFilter(name, r.cluster)] });
+              chains.push({ filterChainMatch: { serverNames: names }, filters: [...tcpAuthz, tcpProxyFilter(name, r.cluster)] });
             }
           } else {
             // plain TCP: the server's first TCP route
-            chains.push({ filters: [tcpProxyFilter(name, tcpDestination(b, port, proxy, push))] });
+            chains.push({ filters: [...tcpAuthz, tcpProxyFilter(name, tcpDestination(b, port, proxy, push))] });
           }
         }
         // Envoy rejects two chains with the same match: keep the first of each.

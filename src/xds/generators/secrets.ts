@@ -1,7 +1,8 @@
 /**
  * SDS on the ADS stream (docs/adr/0105): the Kubernetes Secrets that gateway credentials name
  * (`kubernetes://<name>`, `kubernetes://<name>-cacert`, or with `<namespace>/` before the name),
- * served only to gateways (router proxies) of the Secret's namespace. A name that does not resolve
+ * served only to gateways (router proxies) of the Secret's namespace, and to sidecars of that namespace
+ * whose workload-selecting DestinationRules name it (docs/adr/0152). A name that does not resolve
  * to a usable Secret is left out of the answer: Envoy keeps waiting for it, and the listener that
  * names it is built without that server (gateway.ts). Who may ask for what is decided before the
  * names reach a generator (src/security/credential-access.ts); this generator checks the namespace
@@ -53,11 +54,18 @@ function secretFor(proxy: Proxy, push: PushContext, cache: ResourceCache, sdsNam
   return secretResource(cache, sdsName, found.credential, false);
 }
 
-/** SDS for every proxy kind: gateways get the Secrets they name; sidecars and gRPC clients get none. */
+/**
+ * SDS for every proxy kind: gateways get the Secrets of their namespace they ask for; sidecars only
+ * those their workload-selecting DestinationRules name (docs/adr/0152); gRPC clients none.
+ */
 export function secrets({ proxy, push, cache, names }: GenerateInput): EncodedResource[] {
-  if (proxy.type !== 'router' || !names) return [];
+  if (!names || (proxy.type !== 'router' && proxy.type !== 'sidecar')) return [];
+  const allowed = proxy.type === 'sidecar' ? new Set(push.credentialReferences(proxy)) : undefined;
+  if (allowed?.size === 0) return [];
   const out: EncodedResource[] = [];
   for (const n of [...names].sort()) {
+    const ref = parseCredentialName(n);
+    if (allowed && (!ref || !allowed.has(`${ref.namespace ?? proxy.namespace}/${ref.name}`))) continue;
     const r = secretFor(proxy, push, cache, n);
     if (r) out.push(r);
   }

@@ -145,15 +145,17 @@ function sanMatcher(s: string): Shape<SubjectAltNameMatcher> {
 /**
  * A DestinationRule's SIMPLE or MUTUAL TLS (for Envoy). The client certificate comes from files or
  * from `credentialName` (the Secret in the proxy's namespace, served by meshd over SDS); the CA from
- * `caCertificates`, the Secret, or the system roots when only SANs are given.
+ * `caCertificates`, the Secret, or the system roots when only SANs are given. `credentialCa` false:
+ * the credential has no CA, which then comes from `caCertificates` or the system roots.
  */
-export function destinationRuleTls(tls: ClientTLSSettings, defaultSni: string): TransportSocketShape {
+export function destinationRuleTls(tls: ClientTLSSettings, defaultSni: string, credentialCa = true): TransportSocketShape {
   const mutual = tls.mode === 'MUTUAL';
   const credential = tls.credentialName || undefined;
   const common: Shape<CommonTlsContext> = {
     tlsCertificates: mutual && !credential && tls.clientCertificate && tls.privateKey ? [{ certificateChain: { filename: tls.clientCertificate }, privateKey: { filename: tls.privateKey } }] : [],
     tlsCertificateSdsSecretConfigs: mutual && credential ? [{ name: credentialSecretName(credential), sdsConfig: ADS_SDS }] : [],
-    ...clientValidation(tls, credential !== undefined),
+    // the CA over SDS only when the credential has one (else a name that is never served): docs/adr/0152
+    ...clientValidation(tls, credential !== undefined && credentialCa),
   };
   return {
     name: Filters.tls,
