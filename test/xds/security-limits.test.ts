@@ -157,7 +157,7 @@ describe('proxyless gRPC clients: DestinationRule SIMPLE and MUTUAL TLS in the f
   it('the Envoy form of the same rule is what gRPC refuses (the check can fail)', () => {
     const socket = destinationRuleTls({ mode: 'SIMPLE', caCertificates: '/etc/ca.pem', subjectAltNames: ['echo.example.com'] } as never, HOST);
     const cluster = Cluster.fromPartial({ name: CLUSTER, type: 3, edsClusterConfig: { edsConfig: { ads: {} } }, transportSocket: socket as never });
-    const any = Any.encode({ typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', value: Cluster.encode(cluster).finish() }).finish();
+    const any = Any.encode({ typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', value: Buffer.from(Cluster.encode(cluster).finish()) }).finish();
     expect(grpcVerdict(any).error).toMatch(/ca_certificate_provider_instance unset/);
   });
 
