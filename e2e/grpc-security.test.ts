@@ -18,6 +18,7 @@ import { eventually } from '../test/support/eventually.js';
 import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath } from '../test/support/go-tools.js';
 import { grpcBootstrap, startGrpcClient, startGrpcServer, type CallResult, type GrpcClient, type GrpcServer } from './support/mesh-grpc.js';
 import { runWorkload } from './support/workload.js';
+import { echoGrpcServiceEntry } from '../test/support/grpc-fixtures.js';
 
 const run = promisify(execFile);
 const NS = 'default';
@@ -62,18 +63,7 @@ async function xdsClient(sa: string, secure: string): Promise<GrpcClient> {
   return c;
 }
 
-const serviceEntry = (): string => `
-apiVersion: networking.mesh.io/v1
-kind: ServiceEntry
-metadata: { name: echo-grpc, namespace: ${NS} }
-spec:
-  hosts: [${HOST}]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports: [{ number: ${port}, name: grpc, protocol: GRPC }]
-  subjectAltNames: ["${id('echo')}"]
-  endpoints: [{ address: 127.0.0.1, ports: { grpc: ${port} }, labels: { app: echo-grpc } }]
-`;
+const serviceEntry = (): string => echoGrpcServiceEntry({ host: HOST, port, namespace: NS, identity: id('echo'), endpoints: `{ address: 127.0.0.1, ports: { grpc: ${port} }, labels: { app: echo-grpc } }` });
 
 /** Mesh-wide STRICT in the root namespace; `workload` overrides it for the server (inheritance). */
 const peerAuthn = (mesh: string, workload?: string): string => `

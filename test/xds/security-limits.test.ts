@@ -9,7 +9,7 @@
 import { ClusterResourceType } from '@grpc/grpc-js-xds/build/src/xds-resource-type/cluster-resource-type.js';
 import { modelFromYaml, sidecar, TypeUrl, type TestModel } from '../support/model.js';
 import { hcmOf } from '../support/decode.js';
-import { parseProxy, type Proxy } from '../../src/model/proxy.js';
+import { echoGrpcServiceEntry, grpcProxy } from '../support/grpc-fixtures.js';
 import { Any } from '../../src/gen/google/protobuf/any.js';
 import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
 import { UpstreamTlsContext } from '../../src/gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
@@ -21,23 +21,10 @@ const HOST = 'echo-grpc.default.svc.cluster.local';
 const PORT = 7070;
 const CLUSTER = `outbound|${PORT}||${HOST}`;
 
-const grpcProxy = (pod: string, ip: string, labels: Record<string, string>): Proxy =>
-  parseProxy(`sidecar~${ip}~${pod}.default~default.svc.cluster.local`, { GENERATOR: 'grpc', NAMESPACE: 'default', LABELS: labels });
 const server = grpcProxy('echo-grpc-0', '10.0.0.5', { app: 'echo-grpc' });
 const client = grpcProxy('client-0', '10.0.0.9', { app: 'client' });
 
-const SERVICE_ENTRY = `
-apiVersion: networking.mesh.io/v1
-kind: ServiceEntry
-metadata: { name: echo-grpc, namespace: default }
-spec:
-  hosts: [${HOST}]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports: [{ number: ${PORT}, name: grpc, protocol: GRPC }]
-  subjectAltNames: ["spiffe://cluster.local/ns/default/sa/echo"]
-  endpoints: [{ address: 10.0.0.5, ports: { grpc: ${PORT} }, labels: { app: echo-grpc } }]
-`;
+const SERVICE_ENTRY = echoGrpcServiceEntry({ host: HOST, port: PORT, identity: 'spiffe://cluster.local/ns/default/sa/echo', endpoints: `{ address: 10.0.0.5, ports: { grpc: ${PORT} }, labels: { app: echo-grpc } }` });
 const ap = (name: string, spec: string, annotations = '{}'): string => `
 apiVersion: security.mesh.io/v1
 kind: AuthorizationPolicy
