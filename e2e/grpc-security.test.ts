@@ -205,4 +205,21 @@ spec: { host: ${HOST}, trafficPolicy: { tls: { mode: DISABLE } } }
     await config.remove('dr.yaml');
     await until('the new client served over mTLS once the rule is gone', [[late, 'unary', served('tls')]]);
   }, 90_000);
+
+  it.each(['SIMPLE', 'MUTUAL'])('a DestinationRule %s toward the STRICT server: grpc-go takes the cluster (no NACK) and, presenting no certificate, is refused (ADR 0154)', async (mode) => {
+    const rejectsBefore = await daemon.metric('disc_total_xds_rejects');
+    await config.write('dr.yaml', `
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: { name: echo-grpc, namespace: ${NS} }
+spec: { host: ${HOST}, trafficPolicy: { tls: { mode: ${mode}, caCertificates: /etc/ca.pem, clientCertificate: /etc/c.pem, privateKey: /etc/k.pem, subjectAltNames: ["${id('echo')}"] } } }
+`.replace(mode === 'SIMPLE' ? ', clientCertificate: /etc/c.pem, privateKey: /etc/k.pem' : '', ''));
+    // the snapshot with the rule is built when its line is logged; a client connecting afterwards gets it
+    await eventually('the DestinationRule in the snapshot', () => daemon.logs().includes(`tls.mode ${mode}: proxyless gRPC clients cannot load certificate files or Secrets`), { timeoutMs: 20_000, diagnostics });
+    const late = await xdsClient(`client-${mode.toLowerCase()}`, secure);
+    await until('the new client refused by the STRICT server', [[late, 'unary', refused('Unavailable')]]);
+    expect(await daemon.metric('disc_total_xds_rejects')).toBe(rejectsBefore);
+    await config.remove('dr.yaml');
+    await until('the new client served over mTLS once the rule is gone', [[late, 'unary', served('tls')]]);
+  }, 90_000);
 });
