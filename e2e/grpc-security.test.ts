@@ -18,6 +18,7 @@ import { eventually } from '../test/support/eventually.js';
 import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath } from '../test/support/go-tools.js';
 import { grpcBootstrap, startGrpcClient, startGrpcServer, type CallResult, type GrpcClient, type GrpcServer } from './support/mesh-grpc.js';
 import { runWorkload } from './support/workload.js';
+import { echoGrpcServiceEntry } from '../test/support/grpc-fixtures.js';
 
 const run = promisify(execFile);
 const NS = 'default';
@@ -62,18 +63,7 @@ async function xdsClient(sa: string, secure: string): Promise<GrpcClient> {
   return c;
 }
 
-const serviceEntry = (): string => `
-apiVersion: networking.mesh.io/v1
-kind: ServiceEntry
-metadata: { name: echo-grpc, namespace: ${NS} }
-spec:
-  hosts: [${HOST}]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports: [{ number: ${port}, name: grpc, protocol: GRPC }]
-  subjectAltNames: ["${id('echo')}"]
-  endpoints: [{ address: 127.0.0.1, ports: { grpc: ${port} }, labels: { app: echo-grpc } }]
-`;
+const serviceEntry = (): string => echoGrpcServiceEntry({ host: HOST, port, namespace: NS, identity: id('echo'), endpoints: `{ address: 127.0.0.1, ports: { grpc: ${port} }, labels: { app: echo-grpc } }` });
 
 /** Mesh-wide STRICT in the root namespace; `workload` overrides it for the server (inheritance). */
 const peerAuthn = (mesh: string, workload?: string): string => `
@@ -212,6 +202,23 @@ spec: { host: ${HOST}, trafficPolicy: { tls: { mode: DISABLE } } }
     const late = await xdsClient('client-c', secure);
     const [failed] = await until('the new client unavailable', [[late, 'unary', refused('Unavailable')]]);
     expect(failed.message).toMatch(/connection|EOF|handshake|closed|reset/i);
+    await config.remove('dr.yaml');
+    await until('the new client served over mTLS once the rule is gone', [[late, 'unary', served('tls')]]);
+  }, 90_000);
+
+  it.each(['SIMPLE', 'MUTUAL'])('a DestinationRule %s toward the STRICT server: grpc-go takes the cluster (no NACK) and, presenting no certificate, is refused (ADR 0154)', async (mode) => {
+    const rejectsBefore = await daemon.metric('disc_total_xds_rejects');
+    await config.write('dr.yaml', `
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: { name: echo-grpc, namespace: ${NS} }
+spec: { host: ${HOST}, trafficPolicy: { tls: { mode: ${mode}, caCertificates: /etc/ca.pem, clientCertificate: /etc/c.pem, privateKey: /etc/k.pem, subjectAltNames: ["${id('echo')}"] } } }
+`.replace(mode === 'SIMPLE' ? ', clientCertificate: /etc/c.pem, privateKey: /etc/k.pem' : '', ''));
+    // the snapshot with the rule is built when its line is logged; a client connecting afterwards gets it
+    await eventually('the DestinationRule in the snapshot', () => daemon.logs().includes(`tls.mode ${mode}: proxyless gRPC clients cannot load certificate files or Secrets`), { timeoutMs: 20_000, diagnostics });
+    const late = await xdsClient(`client-${mode.toLowerCase()}`, secure);
+    await until('the new client refused by the STRICT server', [[late, 'unary', refused('Unavailable')]]);
+    expect(await daemon.metric('disc_total_xds_rejects')).toBe(rejectsBefore);
     await config.remove('dr.yaml');
     await until('the new client served over mTLS once the rule is gone', [[late, 'unary', served('tls')]]);
   }, 90_000);

@@ -225,8 +225,24 @@ export function parseDaemonEnv(record: Readonly<Record<string, string | undefine
   if (!result.success) {
     throw new ConfigError(result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
   }
+  const refused = NOT_HONOURED.filter(([name, ok]) => !ok(result.data[name])).map(([name, , why]) => `${name}: ${why}`);
+  if (refused.length > 0) throw new ConfigError(refused);
   return Object.freeze(result.data);
 }
+
+/**
+ * Values the daemon parses but cannot honour yet: refused at start-up by name rather than ignored.
+ * DISC_ENABLE_LEGACY_AUTO_PASSTHROUGH: AUTO_PASSTHROUGH gateways route only to the SNI-DNAT clusters
+ * of mesh services (`outbound_.<port>_.<subset>_.<host>`, src/xds/generators/gateway.ts); the legacy,
+ * insecure mode that lets a client's SNI name any upstream cluster is not built (docs/adr/0155).
+ */
+const NOT_HONOURED: ReadonlyArray<readonly [keyof DaemonEnv, (v: unknown) => boolean, string]> = [
+  [
+    'DISC_ENABLE_LEGACY_AUTO_PASSTHROUGH',
+    (v) => v === false,
+    'true is not supported: AUTO_PASSTHROUGH gateways route only to mesh services by their SNI-DNAT names, and the legacy mode that lets a client\'s SNI name any upstream cluster (insecure with untrusted downstreams) is not built; unset it or set false',
+  ],
+];
 
 /** Help text listing every variable with type, default and description, one per paragraph. */
 export function describeDaemonEnv(): string {

@@ -136,7 +136,7 @@ export class MeshModel {
     for (const d of push.policies.diagnostics) {
       const text = diagnosticText(d);
       now.add(text);
-      if (!this.saidDiagnostics.has(text)) this.log.warn({ kind: d.kind, namespace: d.namespace, name: d.name }, `policy: ${text}`);
+      if (!this.saidDiagnostics.has(text)) this.log[d.level ?? 'warn']({ kind: d.kind, namespace: d.namespace, name: d.name }, `policy: ${text}`);
     }
     this.saidDiagnostics = now;
   }

@@ -215,6 +215,13 @@ describe('discovery options', () => {
     expect(errorOf(() => parseDiscoveryArgs(argv)).message).toContain(message);
   });
 
+  it('refuses DISC_ENABLE_LEGACY_AUTO_PASSTHROUGH=true by name (the legacy mode is not built); false and unset start', () => {
+    const error = errorOf(() => parseDiscoveryArgs([], { DISC_ENABLE_LEGACY_AUTO_PASSTHROUGH: 'true' }));
+    expect(error.issues).toEqual([expect.stringMatching(/^DISC_ENABLE_LEGACY_AUTO_PASSTHROUGH: true is not supported: AUTO_PASSTHROUGH gateways route only to mesh services/)]);
+    expect(parseDiscoveryArgs([], { DISC_ENABLE_LEGACY_AUTO_PASSTHROUGH: 'false' }).env.DISC_ENABLE_LEGACY_AUTO_PASSTHROUGH).toBe(false);
+    expect(parseDiscoveryArgs([], {}).env.DISC_ENABLE_LEGACY_AUTO_PASSTHROUGH).toBe(false);
+  });
+
   it('reports every bad flag and variable together', () => {
     const error = errorOf(() =>
       parseDiscoveryArgs(['--keepaliveInterval', 'x', '--registries', 'Foo'], { DISC_DEBOUNCE_AFTER: 'abc' }),

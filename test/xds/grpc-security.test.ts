@@ -14,7 +14,7 @@ import { hcmOf } from '../support/decode.js';
 import { makeConfigDir, startDaemon, type ConfigDir, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
 import { goToolPath, GO_TOOL_BUILD_TIMEOUT_MS } from '../support/go-tools.js';
-import { parseProxy, type Proxy } from '../../src/model/proxy.js';
+import { echoGrpcServiceEntry, grpcProxy } from '../support/grpc-fixtures.js';
 import { parseServerListenerName } from '../../src/xds/generators/grpc-server.js';
 import { DownstreamTlsContext, UpstreamTlsContext } from '../../src/gen/envoy/extensions/transport_sockets/tls/v3/tls.js';
 import { RBAC as HttpRbac } from '../../src/gen/envoy/extensions/filters/http/rbac/v3/rbac.js';
@@ -26,23 +26,10 @@ const HOST = 'echo-grpc.default.svc.cluster.local';
 const PORT = 7070;
 const serverName = (addr: string): string => `grpc/server?xds.resource.listening_address=${addr}`;
 
-const grpcProxy = (pod: string, ip: string, labels: Record<string, string>, ns = 'default'): Proxy =>
-  parseProxy(`sidecar~${ip}~${pod}.${ns}~${ns}.svc.cluster.local`, { GENERATOR: 'grpc', NAMESPACE: ns, LABELS: labels });
 const server = grpcProxy('echo-grpc-0', '10.0.0.5', { app: 'echo-grpc' });
 const client = grpcProxy('client-0', '10.0.0.9', { app: 'client' });
 
-const serviceEntry = (endpoints: string): string => `
-apiVersion: networking.mesh.io/v1
-kind: ServiceEntry
-metadata: { name: echo-grpc, namespace: default }
-spec:
-  hosts: [${HOST}]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports: [{ number: ${PORT}, name: grpc, protocol: GRPC }]
-  subjectAltNames: ["spiffe://cluster.local/ns/default/sa/echo"]
-  endpoints: [${endpoints}]
-`;
+const serviceEntry = (endpoints: string): string => echoGrpcServiceEntry({ host: HOST, port: PORT, identity: 'spiffe://cluster.local/ns/default/sa/echo', endpoints });
 const ONE_ENDPOINT = `{ address: 10.0.0.5, ports: { grpc: ${PORT} }, labels: { app: echo-grpc } }`;
 
 const pa = (ns: string, name: string, spec: string): string => `

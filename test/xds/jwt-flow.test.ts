@@ -4,9 +4,10 @@
  * that fetches the key set itself (trusting the server's CA through NODE_EXTRA_CA_CERTS) and
  * inlines it into the jwt_authn filter of the sidecar's inbound listener. The sidecar's whole
  * configuration passes xds-validate (Envoy's validation rules and references); good, expired,
- * wrong-issuer and wrong-audience tokens are then evaluated against the generated filter by
+ * wrong-issuer and wrong-audience tokens are then evaluated against the generated filters by
  * tools/jwt-check (go-jose doing the verification, jwt_authn's documented requirement semantics
- * around it). A rotated key set reaches the proxy through the normal push at the next refresh; an
+ * around it, then the chain's RBAC filters over the verified payload jwt_authn writes to dynamic
+ * metadata): the AuthorizationPolicy's request principal and `request.auth.claims[groups]` decide. A rotated key set reaches the proxy through the normal push at the next refresh; an
  * unreachable jwksUri is logged and counted, and its issuer fails closed.
  */
 import { execFile } from 'node:child_process';
@@ -134,20 +135,32 @@ describe('JWT flow: a JWKS server over HTTPS, the daemon inlining its keys, toke
     return runXdsValidate<Report>(validateBin, echoSidecarValidateArgs(daemon.grpcAddr));
   }
 
-  /** The jwt_authn filter of the HTTP chain of port 19080 (protojson, as the validator decoded it). */
-  function jwtFilter(r: Report): JwtConfig | undefined {
+  /** The HTTP filters of the HTTP chain of port 19080 (protojson, as the validator decoded it). */
+  function httpFilters(r: Report): Array<{ name: string; typed_config: unknown }> {
     const inbound = r.dump![LISTENER].virtualInbound as { filter_chains: Array<{ filter_chain_match?: { destination_port?: number }; filters: Array<{ typed_config: { http_filters?: Array<{ name: string; typed_config: unknown }> } }> }> };
     const chain = inbound.filter_chains.find((c) => c.filter_chain_match?.destination_port === 19080)!;
-    const f = chain.filters[0].typed_config.http_filters?.find((h) => h.name === 'envoy.filters.http.jwt_authn');
-    return f?.typed_config as JwtConfig | undefined;
+    return chain.filters[0].typed_config.http_filters ?? [];
+  }
+
+  /** The jwt_authn filter of that chain. */
+  function jwtFilter(r: Report): JwtConfig | undefined {
+    return httpFilters(r).find((h) => h.name === 'envoy.filters.http.jwt_authn')?.typed_config as JwtConfig | undefined;
+  }
+
+  /** The RBAC filters of that chain, in their order, as jwt-check takes them. */
+  function rbacFilters(r: Report): Array<{ name: string; config: unknown }> {
+    return httpFilters(r)
+      .filter((h) => h.name.startsWith('envoy.filters.http.rbac'))
+      .map((h) => ({ name: h.name, config: h.typed_config }));
   }
 
   const inlineKids = (p: Provider | undefined): string[] => (JSON.parse(p?.local_jwks?.inline_string ?? '{"keys":[]}') as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid);
 
-  async function check(cfg: JwtConfig, requests: Array<{ name: string; headers?: Record<string, string> }>): Promise<Record<string, { status: number; reason?: string; payload?: Record<string, unknown> }>> {
+  type CheckRequest = { name: string; headers?: Record<string, string>; method?: string; path?: string; source_ip?: string; destination_port?: number };
+  async function check(cfg: JwtConfig, requests: CheckRequest[], rbac?: Array<{ name: string; config: unknown }>): Promise<Record<string, { status: number; reason?: string; payload?: Record<string, unknown> }>> {
     return new Promise((resolve, reject) => {
       const child = execFile(checkBin, [], { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(`jwt-check: ${stderr || err.message}`)) : resolve(JSON.parse(stdout) as never)));
-      child.stdin!.end(JSON.stringify({ config: cfg, requests }));
+      child.stdin!.end(JSON.stringify({ config: cfg, ...(rbac ? { rbac } : {}), requests }));
     });
   }
 
@@ -171,24 +184,52 @@ describe('JWT flow: a JWKS server over HTTPS, the daemon inlining its keys, toke
     const other = signer();
     const bearer = (t: string): Record<string, string> => ({ authorization: `Bearer ${t}` });
     const now = Math.floor(Date.now() / 1000);
-    const results = await check(cfg, [
+    const http = { method: 'GET', path: '/echo', source_ip: '10.1.2.3', destination_port: 19080 };
+    const requests: CheckRequest[] = [
       { name: 'good', headers: bearer(token(keys[0], { iss: ISSUER, sub: 'alice', aud: 'echo', groups: ['dev'] })) },
-      { name: 'expired', headers: bearer(token(keys[0], { iss: ISSUER, sub: 'alice', aud: 'echo', iat: now - 7200, exp: now - 3600 })) },
-      { name: 'wrong-issuer', headers: bearer(token(keys[0], { iss: 'https://evil.test', sub: 'alice', aud: 'echo' })) },
-      { name: 'wrong-audience', headers: bearer(token(keys[0], { iss: ISSUER, sub: 'alice', aud: 'other' })) },
-      { name: 'foreign-key', headers: bearer(token(other, { iss: ISSUER, sub: 'alice', aud: 'echo' })) },
-      { name: 'gone-issuer', headers: bearer(token(other, { iss: 'https://gone.test', sub: 'alice' })) },
+      { name: 'good-string-group', headers: bearer(token(keys[0], { iss: ISSUER, sub: 'alice', aud: 'echo', groups: 'dev' })) },
+      { name: 'other-group', headers: bearer(token(keys[0], { iss: ISSUER, sub: 'alice', aud: 'echo', groups: ['ops'] })) },
+      { name: 'no-group', headers: bearer(token(keys[0], { iss: ISSUER, sub: 'alice', aud: 'echo' })) },
+      { name: 'bob', headers: bearer(token(keys[0], { iss: ISSUER, sub: 'bob', aud: 'echo', groups: ['dev'] })) },
+      { name: 'expired', headers: bearer(token(keys[0], { iss: ISSUER, sub: 'alice', aud: 'echo', groups: ['dev'], iat: now - 7200, exp: now - 3600 })) },
+      { name: 'wrong-issuer', headers: bearer(token(keys[0], { iss: 'https://evil.test', sub: 'alice', aud: 'echo', groups: ['dev'] })) },
+      { name: 'wrong-audience', headers: bearer(token(keys[0], { iss: ISSUER, sub: 'alice', aud: 'other', groups: ['dev'] })) },
+      { name: 'foreign-key', headers: bearer(token(other, { iss: ISSUER, sub: 'alice', aud: 'echo', groups: ['dev'] })) },
+      { name: 'gone-issuer', headers: bearer(token(other, { iss: 'https://gone.test', sub: 'alice', groups: ['dev'] })) },
       { name: 'no-token' },
-    ]);
-    expect(results.good).toEqual(expect.objectContaining({ status: 200, payload: expect.objectContaining({ iss: ISSUER, sub: 'alice', groups: ['dev'] }) }));
-    expect(results.expired).toEqual(expect.objectContaining({ status: 401, reason: expect.stringContaining('expired') }));
-    expect(results['wrong-issuer'].status).toBe(401);
-    expect(results['wrong-audience']).toEqual(expect.objectContaining({ status: 401, reason: expect.stringContaining('Audiences') }));
-    expect(results['foreign-key'].status).toBe(401);
+    ].map((r) => ({ ...http, ...r }));
+
+    // jwt_authn alone: authentication only
+    const authn = await check(cfg, requests);
+    expect(authn.good).toEqual(expect.objectContaining({ status: 200, payload: expect.objectContaining({ iss: ISSUER, sub: 'alice', groups: ['dev'] }) }));
+    expect(authn.expired).toEqual(expect.objectContaining({ status: 401, reason: expect.stringContaining('expired') }));
+    expect(authn['wrong-issuer'].status).toBe(401);
+    expect(authn['wrong-audience']).toEqual(expect.objectContaining({ status: 401, reason: expect.stringContaining('Audiences') }));
+    expect(authn['foreign-key'].status).toBe(401);
     // the unreachable jwksUri: its issuer fails closed
-    expect(results['gone-issuer'].status).toBe(401);
-    // no token passes authentication; authorization decides (the ALLOW rule needs a principal, so it would deny)
-    expect(results['no-token']).toEqual({ status: 200, reason: 'no token' });
+    expect(authn['gone-issuer'].status).toBe(401);
+    // no token passes authentication; authorization decides
+    expect(authn['no-token']).toEqual({ status: 200, reason: 'no token' });
+
+    // jwt_authn then the chain's RBAC filters: what RequestAuthentication + AuthorizationPolicy say
+    const rbac = rbacFilters(report);
+    expect(rbac.map((f) => f.name)).toEqual(['envoy.filters.http.rbac.allow']);
+    const results = await check(cfg, requests, rbac);
+    const statuses = Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v.status]));
+    expect(statuses).toEqual({
+      good: 200,
+      'good-string-group': 200,
+      'other-group': 403,
+      'no-group': 403,
+      bob: 403,
+      expired: 401,
+      'wrong-issuer': 401,
+      'wrong-audience': 401,
+      'foreign-key': 401,
+      'gone-issuer': 401,
+      'no-token': 403,
+    });
+    expect(results['no-token'].reason).toContain('RBAC: access denied');
     const authz = JSON.stringify(report.dump![LISTENER].virtualInbound);
     expect(authz).toContain('envoy.filters.http.rbac.allow');
     expect(authz.indexOf('envoy.filters.http.jwt_authn')).toBeLessThan(authz.indexOf('envoy.filters.http.rbac.allow'));

@@ -8,11 +8,20 @@
 //
 //	{"config": <JwtAuthentication as protojson>, "requests": [{"name": "...", "headers": {"authorization": "Bearer ..."}, "query": {"access_token": "..."}}]}
 //
-// Output (stdout, JSON): {"<name>": {"status": 200 or 401, "provider": "...", "reason": "...", "payload": {...}}}.
+// With "rbac": [{"name": "...", "config": <RBAC HTTP filter as protojson>}, ...] (the RBAC filters
+// that follow jwt_authn in the chain, in their order) a request that passes jwt_authn is then
+// evaluated by those filters (rbac.go), seeing the verified payload where jwt_authn writes it
+// (dynamic metadata envoy.filters.http.jwt_authn / payload_in_metadata) and the request's method,
+// path, host, peer principal, source IP and destination port given in the request:
+//
+//	{"name": "...", "method": "GET", "path": "/", "principal": "spiffe://...", "source_ip": "10.0.0.1", "destination_port": 8080}
+//
+// Output (stdout, JSON): {"<name>": {"status": 200, 401 or 403, "provider": "...", "reason": "...", "payload": {...}}}.
 //
 // Supported: providers with issuer, audiences, local_jwks.inline_string, from_headers,
-// from_params; rules matching prefix "/" whose requirement is a provider_name, or requires_any of
-// provider_name and allow_missing entries. Anything else is an error (exit 2), never a guess.
+// from_params, payload_in_metadata, normalize_payload_in_metadata.space_delimited_claims; rules
+// matching prefix "/" whose requirement is a provider_name, or requires_any of provider_name and
+// allow_missing entries. Anything else is an error (exit 2), never a guess.
 package main
 
 import (
@@ -40,7 +49,11 @@ type provider struct {
 	LocalJwks   *struct {
 		InlineString string `json:"inline_string"`
 	} `json:"local_jwks"`
-	RemoteJwks json.RawMessage `json:"remote_jwks"`
+	RemoteJwks        json.RawMessage `json:"remote_jwks"`
+	PayloadInMetadata string          `json:"payload_in_metadata"`
+	Normalize         *struct {
+		SpaceDelimitedClaims []string `json:"space_delimited_claims"`
+	} `json:"normalize_payload_in_metadata"`
 }
 
 type requirement struct {
@@ -62,9 +75,9 @@ type config struct {
 }
 
 type request struct {
-	Name    string            `json:"name"`
-	Headers map[string]string `json:"headers"`
-	Query   map[string]string `json:"query"`
+	Name  string            `json:"name"`
+	Query map[string]string `json:"query"`
+	rbacRequest
 }
 
 type result struct {
@@ -78,8 +91,9 @@ var algorithms = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, j
 
 func main() {
 	var in struct {
-		Config   config    `json:"config"`
-		Requests []request `json:"requests"`
+		Config   config          `json:"config"`
+		Rbac     json.RawMessage `json:"rbac"`
+		Requests []request       `json:"requests"`
 	}
 	if err := json.NewDecoder(os.Stdin).Decode(&in); err != nil {
 		fail("reading input: %v", err)
@@ -88,9 +102,20 @@ func main() {
 		fail("only one rule matching prefix \"/\" is supported")
 	}
 	names, allowMissing := alternatives(in.Config.Rules[0].Requires)
+	filters := decodeRbacFilters(in.Rbac)
 	out := map[string]result{}
 	for _, r := range in.Requests {
-		out[r.Name] = evaluate(in.Config, names, allowMissing, r)
+		res := evaluate(in.Config, names, allowMissing, r)
+		if res.Status == 200 && filters != nil {
+			r.metadata = map[string]any{}
+			if p := in.Config.Providers[res.Provider]; res.Payload != nil && p.PayloadInMetadata != "" {
+				r.metadata[p.PayloadInMetadata] = normalized(p, res.Payload)
+			}
+			decision := evaluateRbac(filters, &r.rbacRequest)
+			decision.Provider, decision.Payload = res.Provider, res.Payload
+			res = decision
+		}
+		out[r.Name] = res
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(out)
 }
@@ -150,6 +175,28 @@ func evaluate(c config, names []string, allowMissing bool, r request) result {
 		return result{Status: 401, Reason: "Jwt is missing"}
 	}
 	return result{Status: 401, Reason: strings.Join(reasons, "; ")}
+}
+
+// normalized is the payload as jwt_authn writes it to metadata: the space-delimited claims listed
+// (a string) split into lists.
+func normalized(p provider, payload map[string]any) map[string]any {
+	out := make(map[string]any, len(payload))
+	for k, v := range payload {
+		out[k] = v
+	}
+	if p.Normalize == nil {
+		return out
+	}
+	for _, c := range p.Normalize.SpaceDelimitedClaims {
+		if s, ok := out[c].(string); ok {
+			parts := []any{}
+			for _, f := range strings.Fields(s) {
+				parts = append(parts, f)
+			}
+			out[c] = parts
+		}
+	}
+	return out
 }
 
 func extract(p provider, r request) (string, bool) {

@@ -16,6 +16,7 @@ import {
   join,
   type ValidationContext,
 } from './common.js';
+import { CONDITION_ATTRIBUTES, parseConditionKey, peerPrincipalProblem } from './authz-keys.js';
 
 export function validatePeerAuthentication(spec: PeerAuthentication, path = 'spec'): ConfigIssue[] {
   const issues = new Issues();
@@ -59,16 +60,52 @@ export function validateAuthorizationPolicy(spec: AuthorizationPolicy, path = 's
       }
       checkNoEmpty(issues, join(cp, 'values'), c.values);
       checkNoEmpty(issues, join(cp, 'notValues'), c.notValues);
-      if (/^(source|destination)\.ip$|^remote\.ip$/.test(c.key)) {
-        for (const f of ['values', 'notValues'] as const) {
-          (c[f] ?? []).forEach((v, k) => {
-            if (v !== '' && !isIpOrCidr(v)) issues.add(join(cp, f, k), `"${v}" is neither an IP address nor a CIDR block`);
-          });
-        }
-      }
+      checkConditionValues(issues, cp, c.key, c.values, c.notValues);
     });
   });
   return issues.list;
+}
+
+/**
+ * A condition's key names an attribute, and its values are of that attribute's kind: ports are
+ * numbers of 1..65535, addresses IPs or CIDR blocks; malformed peer principals are warned about
+ * (accepted, as by the public API, but they match no peer).
+ */
+function checkConditionValues(issues: Issues, path: string, key: string, values: ReadonlyArray<string> | undefined, notValues: ReadonlyArray<string> | undefined): void {
+  if (key === '') return; // the schema says it must not be empty
+  const parsed = parseConditionKey(key);
+  if (!parsed) {
+    issues.add(join(path, 'key'), `unknown attribute "${key}" (known: ${CONDITION_ATTRIBUTES.map((a) => (a === 'request.headers' || a === 'request.auth.claims' ? `${a}[...]` : a)).join(', ')})`);
+    return;
+  }
+  for (const f of ['values', 'notValues'] as const) {
+    ((f === 'values' ? values : notValues) ?? []).forEach((v, k) => {
+      if (v === '') return;
+      const p = join(path, f, k);
+      switch (parsed.attribute) {
+        case 'source.ip':
+        case 'remote.ip':
+        case 'destination.ip':
+          if (!isIpOrCidr(v)) issues.add(p, `"${v}" is neither an IP address nor a CIDR block`);
+          break;
+        case 'destination.port':
+          checkPortText(issues, p, v);
+          break;
+        case 'source.principal': {
+          const problem = peerPrincipalProblem(v);
+          if (problem) issues.warn(p, problem);
+          break;
+        }
+        default:
+      }
+    });
+  }
+}
+
+/** A port written as text: digits only, 1..65535. */
+function checkPortText(issues: Issues, path: string, port: string): void {
+  if (!/^\d+$/.test(port)) issues.add(path, `port "${port}" is not a number`);
+  else checkPortNumber(issues, path, Number(port));
 }
 
 function isEmpty(o: object): boolean {
@@ -91,6 +128,12 @@ const OPERATION_LISTS = ['hosts', 'notHosts', 'methods', 'notMethods', 'paths', 
 
 function checkSource(issues: Issues, path: string, s: Source): void {
   for (const f of SOURCE_LISTS) checkNoEmpty(issues, join(path, f), s[f]);
+  for (const f of ['principals', 'notPrincipals'] as const) {
+    (s[f] ?? []).forEach((v, i) => {
+      const problem = peerPrincipalProblem(v);
+      if (problem) issues.warn(join(path, f, i), problem);
+    });
+  }
   for (const f of ['ipBlocks', 'notIpBlocks', 'remoteIpBlocks', 'notRemoteIpBlocks'] as const) {
     (s[f] ?? []).forEach((b, i) => {
       if (!isIpOrCidr(b)) issues.add(join(path, f, i), b === '' ? 'empty value is not allowed' : `"${b}" is neither an IP address nor a CIDR block`);
@@ -113,10 +156,7 @@ function checkOperation(issues: Issues, path: string, o: Operation): void {
   for (const f of OPERATION_LISTS) checkNoEmpty(issues, join(path, f), o[f]);
   for (const f of ['ports', 'notPorts'] as const) {
     (o[f] ?? []).forEach((port, i) => {
-      const p = join(path, f, i);
-      if (port === '') return;
-      if (!/^\d+$/.test(port)) issues.add(p, `port "${port}" is not a number`);
-      else checkPortNumber(issues, p, Number(port));
+      if (port !== '') checkPortText(issues, join(path, f, i), port);
     });
   }
   for (const f of ['paths', 'notPaths'] as const) {

@@ -5,6 +5,9 @@
  * and the diagnostics the model logs (./diagnostics.ts) both read this table.
  */
 import type { Condition, Operation, Rule, Source } from '../../gen/config/schemas.js';
+import { parseConditionKey, type ConditionKey } from '../../config/validation/authz-keys.js';
+
+export { parseConditionKey, type ConditionKey };
 
 /** Where an attribute can be evaluated. */
 export interface AttributeSupport {
@@ -47,25 +50,6 @@ export const OPERATION_FIELDS: Readonly<Record<keyof Operation, AttributeSupport
   notPaths: HTTP,
 };
 
-/** A condition key, parsed: its attribute and, for `[...]` keys, the bracketed parts. */
-export interface ConditionKey {
-  readonly attribute:
-    | 'request.headers'
-    | 'source.ip'
-    | 'remote.ip'
-    | 'source.namespace'
-    | 'source.principal'
-    | 'request.auth.principal'
-    | 'request.auth.audiences'
-    | 'request.auth.presenter'
-    | 'request.auth.claims'
-    | 'destination.ip'
-    | 'destination.port'
-    | 'connection.sni';
-  /** `request.headers[name]` → [name]; `request.auth.claims[a][b]` → [a, b]. */
-  readonly path: ReadonlyArray<string>;
-}
-
 const CONDITION_SUPPORT: Readonly<Record<ConditionKey['attribute'], AttributeSupport>> = {
   'request.headers': HTTP,
   'source.ip': TCP,
@@ -80,22 +64,6 @@ const CONDITION_SUPPORT: Readonly<Record<ConditionKey['attribute'], AttributeSup
   'destination.port': TCP,
   'connection.sni': TCP_NOT_GRPC,
 };
-
-/** Parses a condition key; undefined when the key names no attribute the translation knows. */
-export function parseConditionKey(key: string): ConditionKey | undefined {
-  const bracket = key.indexOf('[');
-  const base = bracket < 0 ? key : key.slice(0, bracket);
-  if (!(base in CONDITION_SUPPORT)) return undefined;
-  const attribute = base as ConditionKey['attribute'];
-  const wantsPath = attribute === 'request.headers' || attribute === 'request.auth.claims';
-  if (bracket < 0) return wantsPath ? undefined : { attribute, path: [] };
-  if (!wantsPath) return undefined;
-  const rest = key.slice(bracket);
-  const parts = [...rest.matchAll(/\[([^[\]]+)\]/g)].map((m) => m[1]);
-  if (parts.length === 0 || parts.map((p) => `[${p}]`).join('') !== rest) return undefined;
-  if (attribute === 'request.headers' && parts.length !== 1) return undefined;
-  return { attribute, path: parts };
-}
 
 export function conditionSupport(key: ConditionKey): AttributeSupport {
   return CONDITION_SUPPORT[key.attribute];

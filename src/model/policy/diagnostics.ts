@@ -17,6 +17,11 @@ export interface PolicyDiagnostic {
   readonly name: string;
   /** What happens, in a sentence naming the rule or field. */
   readonly message: string;
+  /**
+   * `info` for what only matters to proxyless gRPC workloads, which the snapshot cannot tell
+   * exist: said once per policy like the rest, without a warning's weight. Default `warn`.
+   */
+  readonly level?: 'info';
 }
 
 /** What a CUSTOM policy naming no known provider does (docs/adr/0101). */
@@ -57,6 +62,32 @@ export function malformedRequestPrincipals(rule: Rule): string[] {
   return out;
 }
 
+/** What `mesh.io/dry-run` does to an AUDIT or CUSTOM policy: nothing is generated for it. */
+export const DRY_RUN_IGNORED = (action: string): string =>
+  `mesh.io/dry-run applies to ALLOW and DENY policies only: this ${action} policy is neither enforced nor evaluated in dry run on any workload`;
+
+/**
+ * What proxyless gRPC servers (gRPC's RBAC engine, no ext_authz) make of a policy, in one line per
+ * policy: CUSTOM fails closed; rules using attributes gRPC cannot evaluate are dropped (ALLOW: it
+ * allows less) or lose those attributes (DENY: it matches more). Undefined when gRPC servers
+ * apply the policy as written or never act on it (AUDIT, dry run).
+ */
+export function grpcDiagnostic(p: AuthzPolicy): string | undefined {
+  // gRPC ignores LOG filters and shadow rules (docs/adr/0103): nothing of these reaches a decision
+  if (p.dryRun || p.action === 'AUDIT') return undefined;
+  if (p.action === 'CUSTOM') {
+    return `on proxyless gRPC servers, which cannot call an external authorizer, requests its rules match are denied (fail closed)`;
+  }
+  const parts: string[] = [];
+  p.rules.forEach((rule, i) => {
+    const attrs = unsupportedAttributes(rule, 'grpc');
+    if (attrs.length > 0) parts.push(`rule ${i} (${attrs.join(', ')})`);
+  });
+  if (parts.length === 0) return undefined;
+  const what = p.action === 'ALLOW' ? 'is dropped there, so it allows nothing' : 'ignores those attributes there, so it matches more';
+  return `on proxyless gRPC servers, whose authorization cannot evaluate some of its attributes, ${parts.join(', ')} ${what}`;
+}
+
 /** Whether a service `[<namespace>/]<hostname>` with that port exists in the snapshot. */
 export type ServiceExists = (service: string, port: number) => boolean;
 
@@ -73,6 +104,9 @@ export function policyDiagnostics(policies: ReadonlyArray<AuthzPolicy>, requestA
     }
     if (provider?.envoyExtAuthzHttp) say(`provider "${provider.name}" is an HTTP authorizer, which cannot check TCP connections: on TCP ports the policy does not apply`);
     for (const m of waypointTargets(p.source.spec)) say(m);
+    if (p.dryRun && (p.action === 'AUDIT' || p.action === 'CUSTOM')) say(DRY_RUN_IGNORED(p.action));
+    const grpc = grpcDiagnostic(p);
+    if (grpc) out.push({ kind: 'AuthorizationPolicy', namespace: p.namespace, name: p.name, message: grpc, level: 'info' });
     p.rules.forEach((rule, i) => {
       const unknown = unknownConditionKeys(rule);
       if (unknown.length > 0) say(`rule ${i}: condition key${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} name${unknown.length > 1 ? '' : 's'} no attribute: the rule is dropped`);
@@ -149,6 +183,29 @@ export function credentialDiagnostics(rules: Iterable<ConfigObject<DestinationRu
   for (const g of gateways) {
     const names = new Set((g.spec.servers ?? []).flatMap(credentialsOf));
     for (const n of names) if (n.includes('/')) out.push({ kind: 'Gateway', namespace: g.meta.namespace, name: g.meta.name, message: `tls.credentialName "${n}" ${CREDENTIAL_OTHER_NAMESPACE}` });
+  }
+  return out;
+}
+
+interface ModeHolder {
+  readonly tls?: { readonly mode?: string };
+}
+interface DestinationRuleModes {
+  readonly trafficPolicy?: ModeHolder & { readonly portLevelSettings?: ReadonlyArray<ModeHolder> };
+  readonly subsets?: ReadonlyArray<{ readonly trafficPolicy?: ModeHolder & { readonly portLevelSettings?: ReadonlyArray<ModeHolder> } }>;
+}
+
+/** What proxyless gRPC clients make of a DestinationRule's SIMPLE or MUTUAL TLS (docs/adr/0154). */
+export const PROXYLESS_DR_TLS =
+  'proxyless gRPC clients cannot load certificate files or Secrets: toward this destination they verify the server against the mesh roots and subjectAltNames and present no client certificate, so servers with certificates of another CA are refused';
+
+/** One line per DestinationRule whose TLS proxyless gRPC clients apply in their own form. */
+export function proxylessTlsDiagnostics(rules: Iterable<ConfigObject<DestinationRuleModes>>): PolicyDiagnostic[] {
+  const out: PolicyDiagnostic[] = [];
+  for (const r of rules) {
+    const policies = [r.spec.trafficPolicy, ...(r.spec.subsets ?? []).map((s) => s.trafficPolicy)];
+    const modes = new Set(policies.flatMap((p) => [p?.tls?.mode, ...(p?.portLevelSettings ?? []).map((l) => l.tls?.mode)]).filter((m) => m === 'SIMPLE' || m === 'MUTUAL'));
+    if (modes.size > 0) out.push({ kind: 'DestinationRule', namespace: r.meta.namespace, name: r.meta.name, message: `tls.mode ${[...modes].sort().join(' and ')}: ${PROXYLESS_DR_TLS}`, level: 'info' });
   }
   return out;
 }

@@ -13,7 +13,7 @@ import { Dep, recordDep } from '../derived.js';
 import type { MeshSettings } from '../mesh-settings.js';
 import { labelsMatch } from '../service.js';
 import { jwksProblem } from './jwks.js';
-import { credentialDiagnostics, policyDiagnostics, type PolicyDiagnostic, type ServiceExists } from './diagnostics.js';
+import { credentialDiagnostics, policyDiagnostics, proxylessTlsDiagnostics, type PolicyDiagnostic, type ServiceExists } from './diagnostics.js';
 
 export type MtlsMode = 'STRICT' | 'PERMISSIVE' | 'DISABLE';
 
@@ -164,6 +164,7 @@ export class PolicyIndex {
     this.diagnostics = [
       ...policyDiagnostics([...this.authz.values()].flat(), ras, input.mesh, input.serviceExists),
       ...credentialDiagnostics(input.configs.list('DestinationRule'), input.configs.list('Gateway')),
+      ...proxylessTlsDiagnostics(input.configs.list('DestinationRule')),
     ];
   }
 

@@ -19,7 +19,7 @@ import type { MeshSettings } from '../../model/mesh-settings.js';
 import { isHttp2Protocol, type Service, type ServicePort } from '../../model/service.js';
 import { BLACKHOLE_CLUSTER, Filters, INBOUND_PASSTHROUGH_CLUSTER, PASSTHROUGH_CLUSTER, inboundClusterName } from './names.js';
 import { configMs, duration, msg, pack, socketAddress, type Mutable, type Shape } from './pack.js';
-import { MESH_ALPN, destinationRuleTls, meshClientTls } from './security/tls.js';
+import { MESH_ALPN, destinationRuleTls, meshClientTls, proxylessDestinationRuleTls } from './security/tls.js';
 
 export type ClusterShape = Shape<Cluster>;
 
@@ -337,7 +337,7 @@ function identitiesOf(service: Service): string[] {
  * Client TLS of a DestinationRule (docs/adr/0081): DISABLE none; SIMPLE and MUTUAL as written (files,
  * or `credentialName` over SDS); MESH_MUTUAL the mesh identity, with the rule's `sni` and
  * `subjectAltNames` replacing the defaults when given. Proxyless gRPC clients take the mesh identity
- * from their certificate provider instances.
+ * from their certificate provider instances, and SIMPLE and MUTUAL in the form gRPC can load.
  */
 function buildUpstreamTls(input: OutboundClusterInput): ClusterShape['transportSocket'] | undefined {
   const tls = input.policy?.tls;
@@ -346,7 +346,7 @@ function buildUpstreamTls(input: OutboundClusterInput): ClusterShape['transportS
     const sans = tls.subjectAltNames && tls.subjectAltNames.length > 0 ? tls.subjectAltNames : identitiesOf(input.service);
     return meshClientTls(input.proxyless ? 'provider' : 'sds', tls.sni || meshSni(input.name), sans, input.proxyless ? [] : [MESH_ALPN, 'h2', 'http/1.1']);
   }
-  return destinationRuleTls(tls, input.service.hostname, input.credentialCa ?? true);
+  return input.proxyless ? proxylessDestinationRuleTls(tls, input.service.hostname) : destinationRuleTls(tls, input.service.hostname, input.credentialCa ?? true);
 }
 
 /** Inbound cluster for a port of the proxy's own workload. */

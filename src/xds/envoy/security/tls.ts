@@ -94,19 +94,20 @@ export function meshServerTls(source: IdentitySource, trustDomains: ReadonlyArra
 
 /**
  * The client side of mesh mutual TLS toward `sni`: the workload certificate, the server verified
- * against the mesh roots and, when the destination's identities are known, against them (SPIFFE URIs).
+ * against the mesh roots and, when the destination's identities are known, against them: SPIFFE
+ * URIs, or whatever names a DestinationRule's `subjectAltNames` give (URI, IP or DNS SANs by their
+ * form for Envoy; gRPC matches a name against every SAN of the certificate).
  */
 export function meshClientTls(source: IdentitySource, sni: string, identities: ReadonlyArray<string>, alpn: ReadonlyArray<string>): TransportSocketShape {
-  const sans = identities.filter((i) => i.startsWith('spiffe://'));
   const validation: Shape<CommonTlsContext> =
     source === 'sds'
       ? {
           combinedValidationContext: {
-            defaultValidationContext: { matchTypedSubjectAltNames: sans.map((s) => uriSan({ exact: s })) },
+            defaultValidationContext: { matchTypedSubjectAltNames: identities.map(sanMatcher) },
             validationContextSdsSecretConfig: { name: ROOT_SECRET, sdsConfig: AGENT_SDS },
           },
         }
-      : { validationContext: { caCertificateProviderInstance: providerInstance(GRPC_ROOT_CERT), matchSubjectAltNames: sans.map((s) => ({ exact: s })) } };
+      : providerValidation(identities);
   return {
     name: Filters.tls,
     typedConfig: pack('envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', UpstreamTlsContext, {
@@ -114,6 +115,11 @@ export function meshClientTls(source: IdentitySource, sni: string, identities: R
       commonTlsContext: { ...workloadIdentity(source), ...validation, alpnProtocols: [...alpn] },
     }),
   };
+}
+
+/** Server verification from the roots of gRPC's certificate provider instance, with SAN names (exact). */
+function providerValidation(sans: ReadonlyArray<string>): Shape<CommonTlsContext> {
+  return { validationContext: { caCertificateProviderInstance: providerInstance(GRPC_ROOT_CERT), matchSubjectAltNames: sans.map((s) => ({ exact: s })) } };
 }
 
 /** Where a rule names its files (`caCertificates`, …) there are no SDS secrets, and the other way round. */
@@ -160,5 +166,24 @@ export function destinationRuleTls(tls: ClientTLSSettings, defaultSni: string, c
   return {
     name: Filters.tls,
     typedConfig: pack('envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', UpstreamTlsContext, { sni: tls.sni || defaultSni, commonTlsContext: common }),
+  };
+}
+
+/**
+ * A DestinationRule's SIMPLE or MUTUAL TLS for proxyless gRPC, which loads certificates only from the
+ * certificate provider instances of its bootstrap (gRFC A29: no files named by the resource, no SDS):
+ * TLS toward the rule's SNI, the server verified against the mesh roots and the rule's
+ * `subjectAltNames`, and no client certificate (the rule's own cannot be loaded, and the mesh identity
+ * is not what it asked to present). Servers with certificates of another CA are refused: the rule's
+ * TLS fails closed rather than falling back to plaintext or to a configuration gRPC refuses
+ * (docs/adr/0154; the model logs it per DestinationRule).
+ */
+export function proxylessDestinationRuleTls(tls: ClientTLSSettings, defaultSni: string): TransportSocketShape {
+  return {
+    name: Filters.tls,
+    typedConfig: pack('envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', UpstreamTlsContext, {
+      sni: tls.sni || defaultSni,
+      commonTlsContext: providerValidation(tls.subjectAltNames ?? []),
+    }),
   };
 }
