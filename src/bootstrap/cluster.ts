@@ -8,7 +8,7 @@
 import type { V1Endpoints, V1EndpointSlice, V1Namespace, V1Node, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { KINDS } from '../config/kinds.js';
-import { KubeConfigSource } from '../config/kube-source.js';
+import { KubeConfigSource, type KubeConfigSourceCounters } from '../config/kube-source.js';
 import { MemoryConfigStore } from '../config/store.js';
 import { configReportText, type ConfigRejection } from '../config/types.js';
 import { KubeClient } from '../kube/client.js';
@@ -84,6 +84,7 @@ export async function createClusterSide(
     (what: string) =>
     (err: Error, phase: InformerPhase): void => {
       metrics.controllerSyncErrors.inc({ controller: 'cluster-registry' });
+      if (phase !== 'handler') metrics.outgoingRetries.inc({ request_type: 'kube_watch' });
       log.warn({ informer: what, phase, err: err.message }, `${what} informer: ${phase}: ${err.message} (retrying)`);
     };
   const informer = <T extends KubeObject>(apiVersion: string, plural: string, kind: string, namespaced: boolean, transform?: (o: T) => T): Informer<T> =>
@@ -127,6 +128,7 @@ export async function createClusterSide(
         store,
         onReject,
         onWarn: (r) => log.warn({ origin: r.origin, kind: r.kind, name: r.name, namespace: r.namespace, warnings: r.issues }, `config has warnings: ${configReportText(r)}`),
+        counters: configSourceCounters(metrics),
         onError: (err, kind) => {
           metrics.controllerSyncErrors.inc({ controller: 'config-crds' });
           log.warn({ kind, err: err.message }, `config informer: ${err.message} (retrying)`);
@@ -187,6 +189,7 @@ export function remoteClusterFactory(opts: RemoteClusterOptions, metrics: Metric
       (what: string) =>
       (err: Error, phase: InformerPhase): void => {
         metrics.controllerSyncErrors.inc({ controller: 'remote-cluster-registry' });
+        if (phase !== 'handler') metrics.outgoingRetries.inc({ request_type: 'kube_watch' });
         clog.warn({ informer: what, phase, err: err.message }, `remote cluster ${clusterId}: ${what} informer: ${phase}: ${err.message} (retrying)`);
       };
     const informer = <T extends KubeObject>(apiVersion: string, plural: string, kind: string, namespaced: boolean, transform?: (o: T) => T): Informer<T> =>
@@ -288,4 +291,14 @@ export function createRemoteClusters(
     onWatchError: () => metrics.controllerSyncErrors.inc({ controller: 'remote-clusters' }),
     syncErrors: metrics.controllerSyncErrors,
   });
+}
+
+/** The config CRD sources' counters on the daemon's metrics (docs/adr/0175). */
+function configSourceCounters(metrics: Metrics): KubeConfigSourceCounters {
+  return {
+    event: (kind, type) => metrics.clusterConfigEvents.inc({ type: kind, event: type }),
+    converted: (kind, ok) => (ok ? metrics.sourceConverterSuccess : metrics.sourceConverterFailure).inc({ kind }),
+    handled: (kind, ok) => (ok ? metrics.sourceEventSuccess : metrics.sourceEventError).inc({ kind }),
+    retry: () => metrics.outgoingRetries.inc({ request_type: 'kube_watch' }),
+  };
 }

@@ -30,7 +30,7 @@ import { formatListen } from '../server/listen.js';
 import { getBuildInfo } from '../version/build-info.js';
 import { DiscoveryServer } from '../xds/ads-server.js';
 import { ResourceCache } from '../xds/cache.js';
-import { generatorsFor } from './generators.js';
+import { generatorsFor, listenerConflictsFor } from './generators.js';
 import type { DaemonConfig } from './daemon-config.js';
 import { openMeshSources, type MeshSources } from './mesh-config-map.js';
 import { KubeClient } from '../kube/client.js';
@@ -160,7 +160,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const jwks = cfg.generator.authn
     ? new JwksResolver({
         refreshMs: cfg.jwks.refreshMs,
-        counters: { success: () => metrics.jwksFetchSuccess.inc(), fail: () => metrics.jwksFetchFail.inc() },
+        counters: { success: () => metrics.jwksFetchSuccess.inc(), fail: () => metrics.jwksFetchFail.inc(), retry: () => metrics.outgoingRetries.inc({ request_type: 'jwks' }) },
         log: getLogger('model'),
       })
     : undefined;
@@ -201,6 +201,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     options: { ...cfg.ads, controlPlaneId: cfg.podName || `meshd-${process.pid}` },
     debug: (typeUrl, caller) => late.debug?.(typeUrl, caller) ?? { code: grpc.status.UNAVAILABLE, message: 'the daemon is starting' },
     access: credentialAccess(metrics.sdsCertificateErrors, logs.ads),
+    listenerConflicts: listenerConflictsFor,
     observer: {
       connected: (proxy) => {
         if (namesCredentials(proxy)) late.watchCredentials?.();
@@ -304,7 +305,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   // HTTP: monitoring (metrics, readiness) and debug
   let ready = false;
   const monitoring = new HttpService('monitoring', halfOpen('monitoring'))
-    .route('/metrics', async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }))
+    .route('/metrics', () => scrape(metrics))
     .route('/ready', () => (ready ? { body: 'ready\n' } : { status: 503, body: 'not ready\n' }))
     .route('/version', () => ({ body: info }));
   const monitoringPort = await monitoring.listen(cfg.monitoringAddr);
@@ -372,6 +373,17 @@ function distributionLookup(tracker: DistributionTracker): DistributionLookup {
   };
 }
 
+/** One scrape of the registry, counted in scrapes_total (and scrape_failures_total when it throws). */
+async function scrape(metrics: Metrics): Promise<{ contentType: string; body: string }> {
+  metrics.scrapes.inc();
+  try {
+    return { contentType: metrics.registry.contentType, body: await metrics.registry.metrics() };
+  } catch (err) {
+    metrics.scrapeFailures.inc();
+    throw err;
+  }
+}
+
 /**
  * ControlZ on `--ctrlz_address`:`--ctrlz_port` (src/server/controlz.ts), with `/debug/pprof/` under
  * `--profile`. A listener that cannot open (the port taken by another daemon on the host) is logged
@@ -380,7 +392,7 @@ function distributionLookup(tracker: DistributionTracker): DistributionLookup {
 async function startControlZ(cfg: DaemonConfig, metrics: Metrics, logs: DaemonLoggers): Promise<{ controlz: ControlZ; port: number } | undefined> {
   const addr = cfg.ctrlz!;
   const controlz = createControlZ(
-    { metrics: async () => ({ contentType: metrics.registry.contentType, text: await metrics.registry.metrics() }), profile: cfg.profile ?? false },
+    { metrics: async () => { const r = await scrape(metrics); return { contentType: r.contentType, text: r.body }; }, profile: cfg.profile ?? false },
     addr.host,
   );
   try {

@@ -21,6 +21,18 @@ import { getLogger } from '../log/logger.js';
 /** Store origin (and `meta.origin`) of everything this source delivers. */
 export const KUBE_ORIGIN = 'k8s';
 
+/** What the source counts (the daemon binds these to cfg_source_cluster_*, disc_cluster_cfg_events, num_outgoing_retries). */
+export interface KubeConfigSourceCounters {
+  /** An informer event of a kind (not a resync of a version already judged). */
+  event(kind: string, type: 'add' | 'update' | 'delete'): void;
+  /** An object converted into a config object (`ok`) or refused by the schema or semantic checks. */
+  converted(kind: string, ok: boolean): void;
+  /** An event applied to the store (`ok`) or ended in an error (refusal, store failure). */
+  handled(kind: string, ok: boolean): void;
+  /** A list or watch of a kind failed and will be tried again after a back-off. */
+  retry(kind: string): void;
+}
+
 export interface KubeConfigSourceOptions {
   readonly client: KubeClient;
   readonly store: MemoryConfigStore;
@@ -34,6 +46,7 @@ export interface KubeConfigSourceOptions {
   readonly onWarn?: (warning: ConfigRejection) => void;
   /** Watch failures (they are retried) and internal errors; the source keeps running. */
   readonly onError?: (error: Error, kind: string) => void;
+  readonly counters?: KubeConfigSourceCounters;
   /** Informer tuning (watchdog, backoff, page size), mainly for tests. */
   readonly informer?: Pick<InformerOptions<KubeObject>, 'watchdogMs' | 'backoff' | 'pageSize' | 'watchTimeoutSeconds'>;
 }
@@ -63,7 +76,10 @@ export class KubeConfigSource {
           namespace,
           transform: dropManagedFields,
           name: `${def.kind}${namespace ? ` in ${namespace}` : ''}`,
-          onError: (err, phase) => this.reportError(new Error(`${def.kind}${namespace ? ` (namespace ${namespace})` : ''}: ${phase}: ${err.message}`), def.kind),
+          onError: (err, phase) => {
+            if (phase !== 'handler') opts.counters?.retry(def.kind);
+            this.reportError(new Error(`${def.kind}${namespace ? ` (namespace ${namespace})` : ''}: ${phase}: ${err.message}`), def.kind);
+          },
         });
         informer.onEvent((event) => this.handle(def, event));
         this.watched.push({ def, namespace, informer });
@@ -147,16 +163,27 @@ export class KubeConfigSource {
     const id = `${def.kind}\u0000${objectKey(obj)}`;
     const namespace = obj.metadata?.namespace ?? '';
     const name = obj.metadata?.name ?? '';
+    const counters = this.opts.counters;
     if (event.type === 'delete') {
+      counters?.event(def.kind, 'delete');
       this.judged.delete(id);
-      if (this.opts.store.originOf(def.kind, namespace, name) === KUBE_ORIGIN) this.opts.store.delete(def.kind, namespace, name);
+      try {
+        if (this.opts.store.originOf(def.kind, namespace, name) === KUBE_ORIGIN) this.opts.store.delete(def.kind, namespace, name);
+        counters?.handled(def.kind, true);
+      } catch (err) {
+        counters?.handled(def.kind, false);
+        this.reportError(err instanceof Error ? err : new Error(String(err)), def.kind);
+      }
       return;
     }
     const rv = obj.metadata?.resourceVersion ?? '';
     if (rv !== '' && this.judged.get(id) === rv) return; // resync of a version already judged
+    counters?.event(def.kind, event.type);
     this.judged.set(id, rv);
     const parsed = parseConfigObject(obj, KUBE_ORIGIN, namespace);
+    counters?.converted(def.kind, !('issues' in parsed));
     if ('issues' in parsed) {
+      counters?.handled(def.kind, false);
       const keeps = this.opts.store.originOf(def.kind, namespace, name) === KUBE_ORIGIN;
       this.reject(
         keeps ? { ...parsed, issues: [...parsed.issues, { path: '', message: 'the last valid version stays in effect' }] } : parsed,
@@ -181,9 +208,11 @@ export class KubeConfigSource {
     };
     try {
       const result = this.opts.store.upsert(object, KUBE_ORIGIN);
+      counters?.handled(def.kind, result.rejections.length === 0);
       for (const r of result.rejections) this.reject(r);
     } catch (err) {
       // A store event handler failed; the object is stored, the error is someone else's.
+      counters?.handled(def.kind, false);
       this.reportError(err instanceof Error ? err : new Error(String(err)), def.kind);
     }
   }

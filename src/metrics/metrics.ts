@@ -6,6 +6,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 const PUSH_BUCKETS = [0.01, 0.1, 0.5, 1, 3, 5, 10, 20, 30];
 const SIZE_BUCKETS = [1, 10_000, 1_000_000, 4_000_000, 10_000_000, 40_000_000];
+const MS_BUCKETS = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000];
+const COUNT_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 500, 1_000];
 
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
@@ -77,6 +79,35 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     // meshd deletes no webhook configuration (it patches their caBundle; `meshctl uninstall` and the
     // installation reconciler remove them), so this stays 0: exported for the spec's dashboards (docs/adr/0145).
     webhookConfigDeleteError: new Counter({ name: 'cfg_validation_config_delete_error', help: 'Webhook configuration delete errors.', registers: r }),
+    // The config runtime processor: the model's debounce of config and registry events into snapshots
+    // (src/model/debounce.ts, src/model/mesh-model.ts; docs/adr/0175).
+    processorEventSpan: new Histogram({ name: 'cfg_runtime_processor_event_span_duration_milliseconds', help: 'Time between incoming events.', buckets: MS_BUCKETS, registers: r }),
+    processorEvents: new Counter({ name: 'cfg_runtime_processor_events_processed_total', help: 'Events processed.', registers: r }),
+    processorSnapshotEvents: new Histogram({ name: 'cfg_runtime_processor_snapshot_events_total', help: 'Events per snapshot.', buckets: COUNT_BUCKETS, registers: r }),
+    processorSnapshotLifetime: new Histogram({ name: 'cfg_runtime_processor_snapshot_lifetime_duration_milliseconds', help: 'Lifetime of each snapshot.', buckets: MS_BUCKETS, registers: r }),
+    processorSnapshots: new Counter({ name: 'cfg_runtime_processor_snapshots_published_total', help: 'Snapshots published.', registers: r }),
+    stateTypeInstances: new Gauge({ name: 'cfg_runtime_state_type_instances_total', help: 'Type instances per type URL.', labelNames: ['type_url'], registers: r }),
+    strategyOnChange: new Counter({ name: 'cfg_runtime_strategy_on_change_total', help: 'Calls of the strategy\'s onChange.', registers: r }),
+    strategyMaxTimeReached: new Counter({ name: 'cfg_runtime_strategy_timer_max_time_reached_total', help: 'Times the max time was reached.', registers: r }),
+    strategyQuiesceReached: new Counter({ name: 'cfg_runtime_strategy_timer_quiesce_reached_total', help: 'Times a quiesce was reached.', registers: r }),
+    strategyTimerResets: new Counter({ name: 'cfg_runtime_strategy_timer_resets_total', help: 'Timer resets.', registers: r }),
+    // The config CRDs' source (src/config/kube-source.ts).
+    sourceConverterFailure: new Counter({ name: 'cfg_source_cluster_dynamic_converter_failure_total', help: 'Failed conversions by a dynamic source.', labelNames: ['kind'], registers: r }),
+    sourceConverterSuccess: new Counter({ name: 'cfg_source_cluster_dynamic_converter_success_total', help: 'Successful conversions by a dynamic source.', labelNames: ['kind'], registers: r }),
+    sourceEventError: new Counter({ name: 'cfg_source_cluster_event_error_total', help: 'Errors while a source handled an event.', labelNames: ['kind'], registers: r }),
+    sourceEventSuccess: new Counter({ name: 'cfg_source_cluster_event_success_total', help: 'Events handled successfully by a source.', labelNames: ['kind'], registers: r }),
+    clusterConfigEvents: new Counter({ name: 'disc_cluster_cfg_events', help: 'Events from cluster config.', labelNames: ['type', 'event'], registers: r }),
+    outgoingRetries: new Counter({ name: 'num_outgoing_retries', help: 'Outgoing retry requests, e.g. to a token exchange server or CA.', labelNames: ['request_type'], registers: r }),
+    // Conflicts the snapshot resolves silently (src/model/config-conflicts.ts).
+    virtualServiceDupDomain: new Gauge({ name: 'disc_vservice_dup_domain', help: 'Virtual services with duplicate domains.', registers: r }),
+    destinationRuleSubsets: new Gauge({ name: 'disc_destrule_subsets', help: 'Duplicate subsets across destination rules for one host.', registers: r }),
+    // Listener conflicts the sidecar generators resolve, summed over connected proxies (src/xds/ads-server.ts).
+    conflictInboundListener: new Gauge({ name: 'disc_conflict_inbound_listener', help: 'Conflicting inbound listeners.', registers: r }),
+    conflictHttpOverTcp: new Gauge({ name: 'disc_conflict_outbound_listener_http_over_current_tcp', help: 'Wildcard http listeners conflicting with the current wildcard tcp listener.', registers: r }),
+    conflictTcpOverHttp: new Gauge({ name: 'disc_conflict_outbound_listener_tcp_over_current_http', help: 'Wildcard tcp listeners conflicting with the current wildcard http listener.', registers: r }),
+    conflictTcpOverTcp: new Gauge({ name: 'disc_conflict_outbound_listener_tcp_over_current_tcp', help: 'tcp listeners conflicting with the current tcp listener.', registers: r }),
+    scrapes: new Counter({ name: 'scrapes_total', help: 'Scrapes.', registers: r }),
+    scrapeFailures: new Counter({ name: 'scrape_failures_total', help: 'Failed scrapes.', registers: r }),
   };
   return m;
 }

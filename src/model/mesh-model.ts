@@ -6,7 +6,8 @@
 import type { Logger } from 'pino';
 import type { ConfigEvent, ConfigStore } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { Debouncer } from './debounce.js';
+import { Debouncer, type DebounceObserver } from './debounce.js';
+import { duplicateDestinationRuleSubsets, typeInstances, virtualServicesWithDuplicateDomains } from './config-conflicts.js';
 import { pushRequest, type PushRequest } from './push-request.js';
 import { EndpointIndex } from './endpoint-index.js';
 import type { MeshSettings } from './mesh-settings.js';
@@ -46,6 +47,8 @@ export class MeshModel {
   private unsubscribers: Array<() => void> = [];
   /** Policy diagnostics already logged (text), so each is said once while it lasts. */
   private saidDiagnostics = new Set<string>();
+  /** When the current snapshot was published (cfg_runtime_processor_snapshot_lifetime_duration_milliseconds). */
+  private publishedAt = Date.now();
 
   constructor(
     private readonly store: ConfigStore,
@@ -56,10 +59,22 @@ export class MeshModel {
     private readonly log: Logger,
   ) {
     this.push = this.buildContext();
-    this.debouncer = new Debouncer(opts.debounceAfterMs, opts.debounceMaxMs, (req) => this.onDebounced(req));
+    // The config runtime processor's strategy (docs/adr/0175): both debouncers report to the same metrics.
+    const observer: DebounceObserver = {
+      onChange: (sinceLastMs) => {
+        metrics.strategyOnChange.inc();
+        if (sinceLastMs !== undefined) metrics.processorEventSpan.observe(sinceLastMs);
+      },
+      timerReset: () => metrics.strategyTimerResets.inc(),
+      fired: (reason, requests) => {
+        (reason === 'max' ? metrics.strategyMaxTimeReached : metrics.strategyQuiesceReached).inc();
+        metrics.processorSnapshotEvents.observe(requests);
+      },
+    };
+    this.debouncer = new Debouncer(opts.debounceAfterMs, opts.debounceMaxMs, (req) => this.onDebounced(req), Date.now, observer);
     this.edsDebouncer = opts.edsDebounce
       ? this.debouncer
-      : new Debouncer(0, 0, (req) => this.onDebounced(req));
+      : new Debouncer(0, 0, (req) => this.onDebounced(req), Date.now, observer);
   }
 
   /** Wires event sources and computes the initial state. */
@@ -127,6 +142,9 @@ export class MeshModel {
     this.metrics.duplicateClusters.set(shadowed.length);
     if (shadowed.length > 0) this.log.warn({ shadowed: shadowed.slice(0, 20), count: shadowed.length }, 'model: hosts defined by more than one registry; the first registry wins');
     this.metrics.virtualServices.set(push.virtualServiceCount);
+    this.metrics.virtualServiceDupDomain.set(virtualServicesWithDuplicateDomains(this.store, this.mesh.domain));
+    this.metrics.destinationRuleSubsets.set(duplicateDestinationRuleSubsets(this.store, this.mesh.domain));
+    for (const [typeUrl, n] of typeInstances(this.store)) this.metrics.stateTypeInstances.set({ type_url: typeUrl }, n);
     return push;
   }
 
@@ -170,11 +188,13 @@ export class MeshModel {
 
   private onConfigEvent(e: ConfigEvent): void {
     this.metrics.inboundUpdates.inc({ type: 'config' });
+    this.metrics.processorEvents.inc();
     if (REGISTRY_KINDS.has(e.kind)) return; // the ServiceEntry registry reports what changed
     this.debouncer.push(pushRequest({ full: true, reason: 'config', kinds: [e.kind] }));
   }
 
   private onRegistryEvent(e: RegistryEvent): void {
+    this.metrics.processorEvents.inc();
     if (e.servicesChanged) {
       this.metrics.inboundUpdates.inc({ type: 'svc' });
       this.debouncer.push(pushRequest({ full: true, reason: 'service', edsHosts: e.endpointHosts }));
@@ -212,6 +232,12 @@ export class MeshModel {
       { version: this.push.version, full: req.full, reasons: Object.fromEntries(req.reasons), kinds: [...req.configKinds], edsHosts: req.edsHosts.size, buildMs: Date.now() - started },
       req.full ? 'push: configuration changed' : 'push: endpoints changed',
     );
+    if (req.full) {
+      const now = Date.now();
+      this.metrics.processorSnapshotLifetime.observe(now - this.publishedAt);
+      this.publishedAt = now;
+      this.metrics.processorSnapshots.inc();
+    }
     for (const l of this.listeners) l(req);
   }
 }

@@ -32,7 +32,8 @@ export interface JwksResolverOptions {
   readonly maxUris?: number;
   /** First retry delay after a failed first fetch. */
   readonly retryMs?: number;
-  readonly counters: { success(): void; fail(): void };
+  /** `retry`: a fetch is scheduled early because the last one failed and no key set is held (num_outgoing_retries). */
+  readonly counters: { success(): void; fail(): void; retry?(): void };
   readonly log: Logger;
 }
 
@@ -141,6 +142,7 @@ export class JwksResolver implements JwksSource {
     if (!kept && (h.entry === undefined || (h.entry.state === 'failed' && h.entry.reason !== result.reason))) {
       this.settle(h, { state: 'failed', reason: result.reason, version: ++this.version });
     }
+    if (!kept) this.opts.counters.retry?.();
     this.schedule(uri, h, kept ? this.opts.refreshMs : Math.min(this.opts.refreshMs, this.retryMs * 2 ** Math.min(h.failures - 1, 16)));
   }
 

@@ -17,6 +17,7 @@ import type { ResourceAccess, StreamAuthorizer } from '../security/stream-author
 import type { EncodedResource, ResourceCache } from './cache.js';
 import { Connection, changedResources, generatorNames, listVersion, newWatch, type ResponseWriter, type WatchState } from './connection.js';
 import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
+import type { ListenerConflicts } from './generators/sidecar.js';
 import { Limiter, type Slot } from './limiter.js';
 import { Delivery, type DeliveryOptions } from './delivery.js';
 import { PushQueue } from './push-queue.js';
@@ -81,6 +82,11 @@ export interface AdsDeps {
    * dropped from the subscription before any generator sees them. Absent: every name is kept.
    */
   readonly access?: ResourceAccess;
+  /**
+   * The listener conflicts the generators resolved for a proxy's listeners (disc_conflict_*); read
+   * after each LDS generation. Absent or undefined: none counted.
+   */
+  readonly listenerConflicts?: (proxy: Proxy, push: PushContext, endpoints: EndpointIndex) => ListenerConflicts | undefined;
 }
 
 /** Type URLs of the xDS debug channel start with this (docs/spec/CONVENTIONS.md). */
@@ -283,6 +289,7 @@ export class DiscoveryServer {
       clearTimeout(firstRequest);
       if (conn && !conn.closed) {
         this.clearRejects(conn);
+        this.countListenerConflicts(conn, undefined);
         conn.closed = true;
         this.connections.delete(conn.id);
         this.queue.remove(conn);
@@ -630,6 +637,7 @@ export class DiscoveryServer {
         this.deps.log.error({ conn: conn.id, typeUrl, err: e instanceof Error ? e.stack : String(e) }, 'ADS: generation failed');
         continue;
       }
+      if (typeUrl === TypeUrl.Listener) this.countListenerConflicts(conn, this.deps.listenerConflicts?.(conn.proxy, model.push, model.endpoints));
       // Flow control holds server-initiated pushes only: an answer to the client's own request must not
       // wait for an ACK that is queued behind that request on the same stream.
       const throttled = req !== undefined;
@@ -642,6 +650,23 @@ export class DiscoveryServer {
       }
     }
     if (req && sentTypes.size > 0) conn.pendingConvergence = { start: req.start, types: sentTypes };
+  }
+
+  /** Replaces a connection's share of the disc_conflict_* gauges (the sum over connected proxies). */
+  private countListenerConflicts(conn: Connection, now: ListenerConflicts | undefined): void {
+    const before = conn.listenerConflicts;
+    conn.listenerConflicts = now;
+    const m = this.deps.metrics;
+    const gauges = [
+      [m.conflictInboundListener, 'inbound'],
+      [m.conflictHttpOverTcp, 'httpOverCurrentTcp'],
+      [m.conflictTcpOverHttp, 'tcpOverCurrentHttp'],
+      [m.conflictTcpOverTcp, 'tcpOverCurrentTcp'],
+    ] as const;
+    for (const [gauge, key] of gauges) {
+      const delta = (now?.[key] ?? 0) - (before?.[key] ?? 0);
+      if (delta !== 0) gauge.inc(delta);
+    }
   }
 
   private edsAffected(conn: Connection, watch: WatchState, req: PushRequest): boolean {

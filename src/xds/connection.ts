@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Proxy } from '../model/proxy.js';
 import type { EncodedResource } from './cache.js';
 import type { GrpcFrame } from './wire.js';
+import type { ListenerConflicts } from './generators/sidecar.js';
 
 /** What one connection watches of one type, and where its ACKs stand. */
 export interface WatchState {
@@ -118,6 +119,8 @@ export class Connection {
   pendingConvergence?: { start: number; types: Set<string> };
   /** The `err` label of this proxy's NACK gauge series, by short type (removed when it leaves). */
   readonly rejects = new Map<string, string>();
+  /** This proxy's share of the disc_conflict_* gauges, from its last LDS generation. */
+  listenerConflicts?: ListenerConflicts;
   private ackWaiters: Array<() => void> = [];
   closed = false;
 

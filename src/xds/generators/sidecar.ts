@@ -40,23 +40,56 @@ import { secrets } from './secrets.js';
 export type { InboundPort };
 
 /** The proxy's inbound ports: endpoints at its IP addresses, one entry per target port. */
-export function inboundPorts(proxy: Proxy, push: PushContext, endpoints: EndpointIndex): InboundPort[] {
-  const byIp = push.memoize('instances', () => {
-    const index = new Map<string, InboundPort[]>();
+function inboundIndex(push: PushContext, endpoints: EndpointIndex): { byIp: Map<string, InboundPort[]>; conflicts: Map<string, Set<number>> } {
+  return push.memoize('instances', () => {
+    const byIp = new Map<string, InboundPort[]>();
+    // address -> ports that services target with different protocols (the first service's wins)
+    const conflicts = new Map<string, Set<number>>();
     for (const svc of push.services) {
       for (const e of endpoints.get(svc.hostname).endpoints) {
         const port = svc.ports.find((p) => p.name === e.servicePortName);
         if (!port) continue;
-        const list = index.get(e.address) ?? [];
-        if (!list.some((p) => p.port === e.port)) list.push({ port: e.port, protocol: port.protocol });
-        index.set(e.address, list);
+        const list = byIp.get(e.address) ?? [];
+        const current = list.find((p) => p.port === e.port);
+        if (!current) list.push({ port: e.port, protocol: port.protocol });
+        else if (current.protocol !== port.protocol) {
+          const set = conflicts.get(e.address) ?? new Set<number>();
+          set.add(e.port);
+          conflicts.set(e.address, set);
+        }
+        byIp.set(e.address, list);
       }
     }
-    return index;
+    return { byIp, conflicts };
   }, endpoints);
+}
+
+export function inboundPorts(proxy: Proxy, push: PushContext, endpoints: EndpointIndex): InboundPort[] {
+  const { byIp } = inboundIndex(push, endpoints);
   const out: InboundPort[] = [];
   for (const ip of proxy.ipAddresses) for (const p of byIp.get(ip) ?? []) if (!out.some((o) => o.port === p.port)) out.push(p);
   return out.sort((a, b) => a.port - b.port);
+}
+
+/**
+ * Listener conflicts the sidecar generators resolve silently for a proxy (disc_conflict_*; docs/adr/0175):
+ * `inbound`, ports of the proxy that services target with different protocols (the first one's is
+ * used); `httpOverCurrentTcp` / `tcpOverCurrentHttp`, wildcard ports where HTTP and TCP services meet
+ * (the HTTP listener takes the port; named by which kind of service came first); `tcpOverCurrentTcp`,
+ * TCP services dropped because another one already holds their address and port.
+ */
+export interface ListenerConflicts {
+  readonly inbound: number;
+  readonly httpOverCurrentTcp: number;
+  readonly tcpOverCurrentHttp: number;
+  readonly tcpOverCurrentTcp: number;
+}
+
+export function listenerConflicts(proxy: Proxy, push: PushContext, endpoints: EndpointIndex): ListenerConflicts {
+  const { conflicts } = inboundIndex(push, endpoints);
+  const inbound = new Set<number>();
+  for (const ip of proxy.ipAddresses) for (const port of conflicts.get(ip) ?? []) inbound.add(port);
+  return { inbound: inbound.size, ...outboundTcp(proxy, push).conflicts };
 }
 
 function clusters({ proxy, push, endpoints, cache, settings }: GenerateInput): ReadonlyArray<EncodedResource> {
@@ -145,12 +178,30 @@ function outboundListeners(input: GenerateInput): ReadonlyArray<EncodedResource>
   return push.memoize(`lds-out|${push.routingScopeKey(proxy)}|${settingsKey(input.settings)}`, () => buildOutboundListeners(input));
 }
 
-function buildOutboundListeners({ proxy, push, cache, settings }: GenerateInput): ReadonlyArray<EncodedResource> {
-  const plan = httpPlan(proxy, push);
-  const tcp = new Map<string, { address: string; port: number; chains: FilterChainShape[]; tls: boolean; sni: Set<string> }>();
+interface TcpListenerPlan {
+  readonly address: string;
+  readonly port: number;
+  readonly chains: FilterChainShape[];
+  readonly tls: boolean;
+  readonly sni: Set<string>;
+}
+
+/** The non-HTTP outbound listeners of a routing scope (before HTTP listeners take their wildcard ports), and the conflicts met. */
+function outboundTcp(proxy: Proxy, push: PushContext): { tcp: ReadonlyMap<string, TcpListenerPlan>; conflicts: Omit<ListenerConflicts, 'inbound'> } {
+  return push.memoize(`tcp-plan|${push.routingScopeKey(proxy)}`, () => planOutboundTcp(proxy, push));
+}
+
+function planOutboundTcp(proxy: Proxy, push: PushContext): { tcp: ReadonlyMap<string, TcpListenerPlan>; conflicts: Omit<ListenerConflicts, 'inbound'> } {
+  const tcp = new Map<string, TcpListenerPlan>();
+  /** Which kind of service came first on each port (for the wildcard HTTP/TCP conflicts). */
+  const first = new Map<number, 'http' | 'tcp'>();
+  let tcpOverCurrentTcp = 0;
   for (const svc of push.visibleServices(proxy)) {
     for (const p of svc.ports) {
-      if (isHttpProtocol(p.protocol)) continue;
+      if (isHttpProtocol(p.protocol)) {
+        if (!first.has(p.port)) first.set(p.port, 'http');
+        continue;
+      }
       const address = push.serviceAddresses(svc, proxy)[0] ?? '0.0.0.0';
       const name = `${address}_${p.port}`;
       const tls = p.protocol === 'TLS' || p.protocol === 'HTTPS';
@@ -167,10 +218,24 @@ function buildOutboundListeners({ proxy, push, cache, settings }: GenerateInput)
         }
       } else if (!entry.chains.some((c) => !c.filterChainMatch)) {
         entry.chains.push({ filters: [tcpProxyFilter(`outbound|${p.port}||${svc.hostname}`, tcpTarget(svc, p.port, proxy, push))] });
-      }
+      } else tcpOverCurrentTcp++; // the port's listener already forwards to an earlier service
+      if (address === '0.0.0.0' && !first.has(p.port)) first.set(p.port, 'tcp');
       tcp.set(name, entry);
     }
   }
+  let httpOverCurrentTcp = 0;
+  let tcpOverCurrentHttp = 0;
+  for (const { port } of httpPlan(proxy, push).ports) {
+    if (!tcp.has(`0.0.0.0_${port}`)) continue;
+    if (first.get(port) === 'tcp') httpOverCurrentTcp++;
+    else tcpOverCurrentHttp++;
+  }
+  return { tcp, conflicts: { httpOverCurrentTcp, tcpOverCurrentHttp, tcpOverCurrentTcp } };
+}
+
+function buildOutboundListeners({ proxy, push, cache, settings }: GenerateInput): ReadonlyArray<EncodedResource> {
+  const plan = httpPlan(proxy, push);
+  const tcp = new Map(outboundTcp(proxy, push).tcp);
   const out: EncodedResource[] = [];
   for (const { port, chains } of plan.ports) {
     const name = `0.0.0.0_${port}`;
