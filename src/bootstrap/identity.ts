@@ -18,7 +18,7 @@ import type { TrustBundleSource } from '../controllers/ca-root-cert/controller.j
 import { PluginReload } from '../controllers/ca-plugin/controller.js';
 import { rootRotationController } from '../controllers/ca-root-rotation/controller.js';
 import type { SyncErrorCounter } from '../controllers/runtime/index.js';
-import type { CaMetrics } from '../ca/metrics.js';
+import { bundleExpirySource, type CaMetrics } from '../ca/metrics.js';
 import { loadPluginCa } from '../ca/plugin.js';
 import { decodePemAll } from '../ca/pem.js';
 import { RootRotator } from '../ca/rotation.js';
@@ -179,7 +179,9 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
     } else if (s.issuer.kind === 'cluster-signer') {
       const roots = [...(await rootsFromDir(s.ca.rootCaDir)), ...(client ? clusterCaOf(client) : [])];
       if (roots.length === 0) throw new ConfigError('EXTERNAL_CA: no root for the external signer: put its root-cert.pem in ROOT_CA_DIR (the kubeconfig has no cluster CA either)');
-      signer = new ClusterSigner(client!, { signerName: s.issuer.signerName, roots, log });
+      const external = new ClusterSigner(client!, { signerName: s.issuer.signerName, roots, log });
+      caMetrics.setExpirySource(bundleExpirySource(() => external.trustBundle()));
+      signer = external;
       caSource = `Kubernetes CSR API, signer ${s.issuer.signerName}`;
       log.info({ signer: s.issuer.signerName }, 'CA: workload certificates are signed through the Kubernetes CSR API (EXTERNAL_CA)');
     }
