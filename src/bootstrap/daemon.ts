@@ -94,6 +94,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const meshSources = await openDaemonMeshSources(cfg, logs, metrics);
   const mesh = meshSources.mesh.current();
   for (const note of cfg.securityNotes ?? []) logs.main.info(`identity: ${note}`);
+  for (const warning of cfg.securityWarnings ?? []) logs.main.warn(`identity: ${warning}`);
   let identity: IdentitySide;
   try {
     identity = await startIdentity({

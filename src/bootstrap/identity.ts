@@ -247,9 +247,12 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
     }
 
     const failures = caMetrics.authenticationFailures;
-    const secureAuth = s.xds.auth
-      ? xdsAuthorizer({ required: true, identityCheck: s.xds.identityCheck, authenticate: (c) => xdsAuth.authenticate(c), failures, log: authnLog, port: 'secured' })
-      : undefined;
+    // XDS_AUTH=false with DISC_ENABLE_XDS_IDENTITY_CHECK: credentials are optional, but a stream that
+    // presents one is held to its namespace (docs/adr/0142; start-up warns about the rest)
+    const secureAuth =
+      s.xds.auth || s.xds.identityCheck
+        ? xdsAuthorizer({ required: s.xds.auth, identityCheck: s.xds.identityCheck, authenticate: (c) => xdsAuth.authenticate(c), failures, log: authnLog, port: 'secured' })
+        : undefined;
     const plaintextAuth = s.xds.authPlaintext
       ? xdsAuthorizer({ required: true, identityCheck: s.xds.identityCheck, authenticate: (c) => xdsAuth.authenticate(c), failures, log: authnLog, port: 'plaintext' })
       : undefined;
