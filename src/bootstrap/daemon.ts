@@ -96,7 +96,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const mesh = meshSources.mesh.current();
   for (const note of cfg.securityNotes ?? []) logs.main.info(`identity: ${note}`);
   for (const warning of cfg.securityWarnings ?? []) logs.main.warn(`identity: ${warning}`);
-  // Pushes in flight, from the model's push request until the transport is idle (docs/adr/0140).
+  // Pushes in flight, from the model's first pending request until the transport is idle (docs/adr/0140).
   const pushes = new PushActivity();
   let identity: IdentitySide;
   try {
@@ -172,7 +172,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     store,
     registry,
     mesh,
-    { debounceAfterMs: cfg.debounceAfterMs, debounceMaxMs: cfg.debounceMaxMs, edsDebounce: cfg.edsDebounce, features: cfg.features, credentials, jwks, remoteJwks: cfg.generator.remoteJwks },
+    { debounceAfterMs: cfg.debounceAfterMs, debounceMaxMs: cfg.debounceMaxMs, edsDebounce: cfg.edsDebounce, features: cfg.features, credentials, jwks, remoteJwks: cfg.generator.remoteJwks, activity: pushes },
     metrics,
     logs.model,
   );
