@@ -115,6 +115,37 @@ describe('a daemon without cluster', () => {
   });
 });
 
+describe('XDS_AUTH=false with DISC_ENABLE_XDS_IDENTITY_CHECK=true (docs/adr/0142)', () => {
+  let dir: ConfigDir;
+  let daemon: Daemon | undefined;
+  let secure: string;
+  beforeAll(async () => {
+    dir = await makeConfigDir();
+    secure = `127.0.0.1:${await freePort()}`;
+    daemon = await startDaemon({ configDir: dir.path, args: ['--secureGRPCAddr', secure], env: { ENABLE_CA_SERVER: 'true', XDS_AUTH: 'false' } });
+  });
+  afterAll(async () => {
+    await daemon?.stop();
+    await dir?.cleanup();
+  });
+
+  it('warns at start naming both variables; a stream with a certificate is still held to its namespace, one without a credential is served', async () => {
+    expect(daemon!.logs()).toMatch(/warn[^\n]*DISC_ENABLE_XDS_IDENTITY_CHECK=true with XDS_AUTH=false/i);
+    const caDir = join(dir.path, '.mesh-ca');
+    const out = join(tmp, 'noauth');
+    await bootstrapCert(caDir, 'spiffe://cluster.local/ns/default/sa/echo', out);
+    const root = join(caDir, 'root-cert.pem');
+    const cert = ['-cert', join(out, 'cert-chain.pem'), '-key', join(out, 'key.pem')];
+    const own = await runWorkload(bin, ['xds', '-addr', secure, '-root', root, ...cert, '-node-id', 'sidecar~10.0.0.7~echo-0.default~default.svc.cluster.local']);
+    expect(own).toMatchObject({ ok: true });
+    const other = await runWorkload(bin, ['xds', '-addr', secure, '-root', root, ...cert, '-node-id', 'sidecar~10.0.0.7~echo-0.prod~prod.svc.cluster.local']);
+    expect(other).toMatchObject({ ok: false, code: 'PermissionDenied', message: expect.stringMatching(/may act only for namespace default/) });
+    const anonymous = await runWorkload(bin, ['xds', '-addr', secure, '-root', root, '-node-id', 'sidecar~10.0.0.7~echo-0.prod~prod.svc.cluster.local']);
+    expect(anonymous).toMatchObject({ ok: true });
+    expect(await daemon!.metric('ca_server_authentication_failure_count', { reason: 'xds_namespace' })).toBe(1);
+  }, 40_000);
+});
+
 describe('refused at start-up, naming the setting', () => {
   it.each([
     [{ MESH_MULTIROOT_MESH: 'true' }, [], /MESH_MULTIROOT_MESH/],

@@ -43,6 +43,8 @@ export interface DaemonConfig {
   readonly security: SecuritySettings;
   /** Start-up notes about the identity settings (logged). */
   readonly securityNotes?: ReadonlyArray<string>;
+  /** Identity settings that work, but less than their names promise (logged as warnings). */
+  readonly securityWarnings?: ReadonlyArray<string>;
   /**
    * The webhook server (`--httpsAddr`): null when it is off (empty flag, or no serving certificate;
    * a note says why). INJECT_ENABLED, the configurations whose caBundle meshd keeps, and the

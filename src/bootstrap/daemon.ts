@@ -38,6 +38,7 @@ import type { MeshNetworks } from '../config/mesh-networks.js';
 import type { RemoteClustersSetup } from './cluster.js';
 import type { DaemonControllers } from '../controllers/daemon-controllers.js';
 import type { GatewayApiSide, GatewayApiSideInput } from '../config/gateway-api/daemon-side.js';
+import { PushActivity } from '../model/push-activity.js';
 import { bindSecurePort, startIdentity, type IdentitySide } from './identity.js';
 import type { WebhookSide } from './webhooks.js';
 import { getLogger } from '../log/logger.js';
@@ -95,6 +96,9 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const meshSources = await openDaemonMeshSources(cfg, logs, metrics);
   const mesh = meshSources.mesh.current();
   for (const note of cfg.securityNotes ?? []) logs.main.info(`identity: ${note}`);
+  for (const warning of cfg.securityWarnings ?? []) logs.main.warn(`identity: ${warning}`);
+  // Pushes in flight, from the model's first pending request until the transport is idle (docs/adr/0140).
+  const pushes = new PushActivity();
   let identity: IdentitySide;
   try {
     identity = await startIdentity({
@@ -106,6 +110,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       caMetrics,
       syncErrors: metrics.controllerSyncErrors,
       webhooks: cfg.webhooks.addr !== null,
+      pushes,
     });
   } catch (err) {
     await meshSources.stop();
@@ -168,7 +173,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     store,
     registry,
     mesh,
-    { debounceAfterMs: cfg.debounceAfterMs, debounceMaxMs: cfg.debounceMaxMs, edsDebounce: cfg.edsDebounce, features: cfg.features, credentials, jwks, remoteJwks: cfg.generator.remoteJwks },
+    { debounceAfterMs: cfg.debounceAfterMs, debounceMaxMs: cfg.debounceMaxMs, edsDebounce: cfg.edsDebounce, features: cfg.features, credentials, jwks, remoteJwks: cfg.generator.remoteJwks, activity: pushes },
     metrics,
     logs.model,
   );
@@ -216,7 +221,13 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
       acked: (proxy, typeUrl, version) => late.controllers?.distribution?.onAck(proxy.id, typeUrl, version),
     },
   });
-  model.onPush((req) => ads.push(req));
+  model.onPush((req) => {
+    ads.push(req);
+    // one span covers every push queued until the transport is idle
+    if (pushes.busy) return;
+    const end = pushes.begin();
+    void ads.idle().then(end, end);
+  });
   if (credentials) {
     // the Secrets read are those the connected gateways' configuration names, in their namespaces
     late.watchCredentials = () => {

@@ -11,8 +11,8 @@ function required(name: string, a: ListenAddr | null): ListenAddr {
 }
 
 /** The identity settings; a setting that cannot work is a ConfigError naming it (notes are logged at start). */
-function securityFrom(o: DiscoveryOptions, env: DaemonEnv): { settings: SecuritySettings; notes: string[] } {
-  const { settings, issues, notes } = resolveSecuritySettings({
+function securityFrom(o: DiscoveryOptions, env: DaemonEnv): { settings: SecuritySettings; notes: string[]; warnings: string[] } {
+  const { settings, issues, notes, warnings } = resolveSecuritySettings({
     env,
     secureGrpcAddr: o.secureGRPCAddr,
     tlsCertFile: o.tlsCertFile,
@@ -24,7 +24,7 @@ function securityFrom(o: DiscoveryOptions, env: DaemonEnv): { settings: Security
     domain: o.domain,
   });
   if (issues.length > 0) throw new ConfigError(issues);
-  return { settings, notes };
+  return { settings, notes, warnings };
 }
 
 /** What `--plugins` may name; each turns one part of the security translation on (docs/adr/0082). */
@@ -58,6 +58,7 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
   return {
     security: security.settings,
     securityNotes: [...security.notes, ...webhookNotes],
+    securityWarnings: security.warnings,
     webhooks: {
       addr: serving.kind === 'none' ? null : o.httpsAddr,
       injectEnabled: env.INJECT_ENABLED,

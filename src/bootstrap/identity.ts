@@ -18,7 +18,7 @@ import type { TrustBundleSource } from '../controllers/ca-root-cert/controller.j
 import { PluginReload } from '../controllers/ca-plugin/controller.js';
 import { rootRotationController } from '../controllers/ca-root-rotation/controller.js';
 import type { SyncErrorCounter } from '../controllers/runtime/index.js';
-import type { CaMetrics } from '../ca/metrics.js';
+import { bundleExpirySource, type CaMetrics } from '../ca/metrics.js';
 import { loadPluginCa } from '../ca/plugin.js';
 import { decodePemAll } from '../ca/pem.js';
 import { RootRotator } from '../ca/rotation.js';
@@ -29,7 +29,9 @@ import { parseCertificate, type Certificate } from '../ca/x509.js';
 import { ConfigError } from '../util/config-error.js';
 import { KubeClient } from '../kube/client.js';
 import { getLogger } from '../log/logger.js';
-import { Admission } from '../security/admission.js';
+import { Admission, type AdmissionHold } from '../security/admission.js';
+import type { PushActivity } from '../model/push-activity.js';
+import { LoopLag } from '../util/loop-lag.js';
 import { ChainAuthenticator, type Authenticator } from '../security/authn.js';
 import { CertificateService } from '../security/certificate-service.js';
 import { ClientCertificateAuthenticator, type IssuerSource } from '../security/client-cert.js';
@@ -57,6 +59,8 @@ export interface IdentityInputs {
   readonly syncErrors?: SyncErrorCounter;
   /** The webhook server needs the serving certificate too (`--httpsAddr`). */
   readonly webhooks?: boolean;
+  /** xDS pushes in flight: the certificate service's admission steps aside for them (docs/adr/0140). */
+  readonly pushes?: PushActivity;
 }
 
 export interface IdentitySide {
@@ -90,14 +94,36 @@ async function rootsFromDir(dir: string): Promise<Certificate[]> {
   }
 }
 
+/** Event-loop lag above which the certificate service admits nothing new (docs/adr/0140). */
+export const ADMISSION_LAG_MS = 30;
+
+/**
+ * What the certificate service steps aside for (docs/adr/0140): an xDS push in flight, or an event
+ * loop running more than ADMISSION_LAG_MS late. Certificates can wait a few hundred milliseconds;
+ * a push delayed by a storm of them delays every proxy.
+ */
+function admissionHold(pushes: PushActivity | undefined, lag: LoopLag): AdmissionHold {
+  return {
+    held: () => (pushes?.busy ?? false) || lag.lagging,
+    onRelease: (l) => {
+      const a = pushes?.onIdle(l);
+      const b = lag.onRecovered(l);
+      return () => {
+        a?.();
+        b();
+      };
+    },
+  };
+}
+
 /**
  * The certificate service's admission gate: with the built-in CA, twice what the workers hold, so
  * they always have the next job while the rest wait cheaply; through the Kubernetes CSR API (each
  * request waits on the API server and its signer) more at once. The line is bounded either way.
  */
-function admissionFor(builtIn: boolean, pool: CryptoPool | undefined): { maxActive: number; maxQueued: number; maxQueuedBytes: number } {
+function admissionFor(builtIn: boolean, pool: CryptoPool | undefined, hold: AdmissionHold): ConstructorParameters<typeof Admission>[0] {
   const maxActive = builtIn ? 2 * (pool?.capacity ?? 4) : 64;
-  return { maxActive, maxQueued: 10_000, maxQueuedBytes: 32 << 20 };
+  return { maxActive, maxQueued: 10_000, maxQueuedBytes: 32 << 20, hold };
 }
 
 /** Starts the identity side; a problem a user can fix is a `ConfigError` naming what to change. */
@@ -179,7 +205,9 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
     } else if (s.issuer.kind === 'cluster-signer') {
       const roots = [...(await rootsFromDir(s.ca.rootCaDir)), ...(client ? clusterCaOf(client) : [])];
       if (roots.length === 0) throw new ConfigError('EXTERNAL_CA: no root for the external signer: put its root-cert.pem in ROOT_CA_DIR (the kubeconfig has no cluster CA either)');
-      signer = new ClusterSigner(client!, { signerName: s.issuer.signerName, roots, log });
+      const external = new ClusterSigner(client!, { signerName: s.issuer.signerName, roots, log });
+      caMetrics.setExpirySource(bundleExpirySource(() => external.trustBundle()));
+      signer = external;
       caSource = `Kubernetes CSR API, signer ${s.issuer.signerName}`;
       log.info({ signer: s.issuer.signerName }, 'CA: workload certificates are signed through the Kubernetes CSR API (EXTERNAL_CA)');
     }
@@ -207,6 +235,17 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
     const caAuth = chain(false);
     const xdsAuth = chain(s.xds.skipValidateTrustDomain);
 
+    let admission: Admission | undefined;
+    if (signer) {
+      const lag = new LoopLag(ADMISSION_LAG_MS);
+      lag.start();
+      admission = new Admission(admissionFor(s.issuer.kind === 'ca', pool, admissionHold(i.pushes, lag)));
+      const gate = admission;
+      stops.push(() => {
+        gate.close();
+        lag.stop();
+      });
+    }
     const certificateService = signer
       ? new CertificateService({
           authenticate: (c) => caAuth.authenticate(c),
@@ -216,7 +255,7 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
           defaultTtlMs: s.workloadTtl.defaultMs,
           maxTtlMs: s.workloadTtl.maxMs,
           readCsr: pool ? (pem) => pool.readCsr(pem) : undefined,
-          admission: new Admission(admissionFor(s.issuer.kind === 'ca', pool)),
+          admission,
         })
       : undefined;
 
@@ -245,9 +284,12 @@ export async function startIdentity(i: IdentityInputs): Promise<IdentitySide> {
     }
 
     const failures = caMetrics.authenticationFailures;
-    const secureAuth = s.xds.auth
-      ? xdsAuthorizer({ required: true, identityCheck: s.xds.identityCheck, authenticate: (c) => xdsAuth.authenticate(c), failures, log: authnLog, port: 'secured' })
-      : undefined;
+    // XDS_AUTH=false with DISC_ENABLE_XDS_IDENTITY_CHECK: credentials are optional, but a stream that
+    // presents one is held to its namespace (docs/adr/0142; start-up warns about the rest)
+    const secureAuth =
+      s.xds.auth || s.xds.identityCheck
+        ? xdsAuthorizer({ required: s.xds.auth, identityCheck: s.xds.identityCheck, authenticate: (c) => xdsAuth.authenticate(c), failures, log: authnLog, port: 'secured' })
+        : undefined;
     const plaintextAuth = s.xds.authPlaintext
       ? xdsAuthorizer({ required: true, identityCheck: s.xds.identityCheck, authenticate: (c) => xdsAuth.authenticate(c), failures, log: authnLog, port: 'plaintext' })
       : undefined;

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { CryptoPool } from './crypto-pool.js';
 import { SignerError } from './signer-error.js';
 import { chainAfterLeaf, chainExpiry, type SigningMaterial } from './material.js';
-import { expiryValue, type CaMetrics } from './metrics.js';
+import type { CaMetrics } from './metrics.js';
 import { certificatePem } from './pem.js';
 import { createCertificate, generateKey, parseCertificate, privateKeyPem, spkiOf, type AltNames, type Certificate } from './x509.js';
 
@@ -85,7 +85,8 @@ export class CertificateAuthority implements WorkloadSigner {
   ) {
     this.material = material;
     this.queue = new SignQueue(Math.max(1, opts.signConcurrency ?? 1), opts.maxQueued ?? 10_000);
-    this.recordExpiry();
+    // read at each scrape: an expired root shows as such without waiting for a change
+    opts.metrics.setExpirySource({ root: () => this.material.root.notAfter, chain: () => chainExpiry(this.material) });
   }
 
   current(): SigningMaterial {
@@ -100,7 +101,6 @@ export class CertificateAuthority implements WorkloadSigner {
   update(material: SigningMaterial): void {
     if (material === this.material) return;
     this.material = material;
-    this.recordExpiry();
     for (const l of this.listeners) {
       try {
         l(material);
@@ -145,10 +145,5 @@ export class CertificateAuthority implements WorkloadSigner {
       return { der, material };
     };
     return this.opts.pool ? build() : this.queue.run(build);
-  }
-
-  private recordExpiry(): void {
-    this.opts.metrics.rootExpiry.set(expiryValue(this.material.root.notAfter));
-    this.opts.metrics.chainExpiry.set(expiryValue(chainExpiry(this.material)));
   }
 }

@@ -18,6 +18,7 @@ import type { Endpoint } from './service.js';
 import { diagnosticText } from './policy/diagnostics.js';
 import type { CredentialSource } from './credentials.js';
 import type { JwksSource } from './policy/jwks.js';
+import type { PushActivity } from './push-activity.js';
 
 export interface MeshModelOptions {
   readonly debounceAfterMs: number;
@@ -30,6 +31,11 @@ export interface MeshModelOptions {
   readonly jwks?: JwksSource;
   /** DISC_JWT_ENABLE_REMOTE_JWKS: key sets of in-mesh URIs are left to the proxy, not fetched here. */
   readonly remoteJwks?: boolean;
+  /**
+   * Told while a push request waits out its debounce and is being built (one span per debouncer,
+   * from its first pending request until the listeners have it); docs/adr/0140.
+   */
+  readonly activity?: PushActivity;
 }
 
 /** Kinds whose changes are handled by a registry rather than a snapshot rebuild on their own. */
@@ -43,6 +49,8 @@ export class MeshModel {
   private versionCounter = 0;
   private readonly debouncer: Debouncer;
   private readonly edsDebouncer: Debouncer;
+  /** Open spans of `opts.activity`, per debouncer with a pending request. */
+  private readonly pending = new Map<Debouncer, () => void>();
   private readonly listeners = new Set<(req: PushRequest) => void>();
   private unsubscribers: Array<() => void> = [];
   /** Policy diagnostics already logged (text), so each is said once while it lasts. */
@@ -71,10 +79,35 @@ export class MeshModel {
         metrics.processorSnapshotEvents.observe(requests);
       },
     };
-    this.debouncer = new Debouncer(opts.debounceAfterMs, opts.debounceMaxMs, (req) => this.onDebounced(req), Date.now, observer);
-    this.edsDebouncer = opts.edsDebounce
-      ? this.debouncer
-      : new Debouncer(0, 0, (req) => this.onDebounced(req), Date.now, observer);
+    const debouncer = (after: number, max: number): Debouncer => {
+      const d: Debouncer = new Debouncer(
+        after,
+        max,
+        (req) => {
+          try {
+            this.onDebounced(req);
+          } finally {
+            this.endPending(d);
+          }
+        },
+        Date.now,
+        observer,
+      );
+      return d;
+    };
+    this.debouncer = debouncer(opts.debounceAfterMs, opts.debounceMaxMs);
+    this.edsDebouncer = opts.edsDebounce ? this.debouncer : debouncer(0, 0);
+  }
+
+  /** Hands `req` to `d`, opening the activity span of `d` when it had nothing pending. */
+  private request(d: Debouncer, req: PushRequest): void {
+    if (this.opts.activity && !this.pending.has(d)) this.pending.set(d, this.opts.activity.begin());
+    d.push(req);
+  }
+
+  private endPending(d: Debouncer): void {
+    this.pending.get(d)?.();
+    this.pending.delete(d);
   }
 
   /** Wires event sources and computes the initial state. */
@@ -83,13 +116,13 @@ export class MeshModel {
       this.store.onEvent((e) => this.onConfigEvent(e)),
       this.registry.onEvent((e) => this.onRegistryEvent(e)),
       // a key set fetched or changed: listeners that inlined it are rebuilt (Dep.jwks)
-      ...(this.opts.jwks ? [this.opts.jwks.onChange(() => this.debouncer.push(pushRequest({ full: true, reason: 'jwks' })))] : []),
+      ...(this.opts.jwks ? [this.opts.jwks.onChange(() => this.request(this.debouncer, pushRequest({ full: true, reason: 'jwks' })))] : []),
     );
     const credentials = this.opts.credentials;
     if (credentials) {
       // a Secret change is a config change of its own kind: the snapshot is rebuilt and only the
       // values that read that Secret (its SDS resource, its gateways' listeners) are computed again
-      this.unsubscribers.push(credentials.onChange(() => this.debouncer.push(pushRequest({ full: true, reason: 'secret', kinds: ['Secret'] }))));
+      this.unsubscribers.push(credentials.onChange(() => this.request(this.debouncer, pushRequest({ full: true, reason: 'secret', kinds: ['Secret'] }))));
     }
     this.rebuildAll();
   }
@@ -99,6 +132,7 @@ export class MeshModel {
     this.unsubscribers = [];
     this.debouncer.stop();
     this.edsDebouncer.stop();
+    for (const d of [...this.pending.keys()]) this.endPending(d);
   }
 
   current(): { push: PushContext; endpoints: EndpointIndex } {
@@ -112,7 +146,7 @@ export class MeshModel {
   /** Replace mesh settings (mesh config file changed): full push. */
   setMeshSettings(mesh: MeshSettings): void {
     this.mesh = mesh;
-    this.debouncer.push(pushRequest({ full: true, reason: 'global' }));
+    this.request(this.debouncer, pushRequest({ full: true, reason: 'global' }));
   }
 
   /** Applies pending debounced changes now (tests, shutdown). */
@@ -190,20 +224,20 @@ export class MeshModel {
     this.metrics.inboundUpdates.inc({ type: 'config' });
     this.metrics.processorEvents.inc();
     if (REGISTRY_KINDS.has(e.kind)) return; // the ServiceEntry registry reports what changed
-    this.debouncer.push(pushRequest({ full: true, reason: 'config', kinds: [e.kind] }));
+    this.request(this.debouncer, pushRequest({ full: true, reason: 'config', kinds: [e.kind] }));
   }
 
   private onRegistryEvent(e: RegistryEvent): void {
     this.metrics.processorEvents.inc();
     if (e.servicesChanged) {
       this.metrics.inboundUpdates.inc({ type: 'svc' });
-      this.debouncer.push(pushRequest({ full: true, reason: 'service', edsHosts: e.endpointHosts }));
+      this.request(this.debouncer, pushRequest({ full: true, reason: 'service', edsHosts: e.endpointHosts }));
       return;
     }
     this.metrics.inboundUpdates.inc({ type: 'eds' });
     // Endpoint-only: update the index now so the next push sees it, then push EDS.
     this.updateEndpoints(e.endpointHosts);
-    this.edsDebouncer.push(pushRequest({ full: false, reason: 'endpoint', edsHosts: e.endpointHosts }));
+    this.request(this.edsDebouncer, pushRequest({ full: false, reason: 'endpoint', edsHosts: e.endpointHosts }));
   }
 
   private updateEndpoints(hosts: ReadonlyArray<string>): string[] {

@@ -4,7 +4,22 @@
  * waiter whose caller gives up (cancelled, deadline passed) leaves the line. The line is bounded by
  * count and by the CSR bytes it holds; a request beyond either bound is refused at once
  * (RESOURCE_EXHAUSTED, "retry later") instead of growing memory or latency without bound.
+ *
+ * With a `hold` (docs/adr/0140) the gate also steps aside for more urgent work: while the hold says
+ * so (an xDS push in flight, the event loop lagging) no new request is admitted; those already
+ * admitted finish, new ones wait in the line. A hold lasts at most `maxHoldMs` at a stretch, so a
+ * daemon that pushes without pause still issues certificates.
  */
+
+/** When the gate should admit nothing new (the daemon: a push in flight, or event-loop lag). */
+export interface AdmissionHold {
+  held(): boolean;
+  /** Told when `held()` may have turned false; returns the unsubscribe function. */
+  onRelease(listener: () => void): () => void;
+}
+
+/** Longest stretch a hold keeps new requests waiting (default of `maxHoldMs`). */
+export const DEFAULT_MAX_HOLD_MS = 1_000;
 
 export class AdmissionRefused extends Error {
   override readonly name = 'AdmissionRefused';
@@ -17,12 +32,18 @@ export interface AdmissionOptions {
   readonly maxQueued: number;
   /** CSR bytes the waiting requests may hold together. */
   readonly maxQueuedBytes: number;
+  /** Steps aside while this says so; absent: never. */
+  readonly hold?: AdmissionHold;
+  /** Longest stretch of one hold (default DEFAULT_MAX_HOLD_MS); after it requests are admitted until the hold lifts once. */
+  readonly maxHoldMs?: number;
 }
 
 export interface AdmissionStats {
   readonly active: number;
   readonly queued: number;
   readonly queuedBytes: number;
+  /** Holds that kept at least one request waiting, since start. */
+  readonly holds: number;
 }
 
 interface Waiter {
@@ -37,13 +58,54 @@ export class Admission {
   private queuedBytes = 0;
   private readonly line: Waiter[] = [];
   private head = 0;
+  /** Start of the current hold (performance.now()), while one lasts. */
+  private heldSince: number | undefined;
+  private holdTimer: NodeJS.Timeout | undefined;
+  private holds = 0;
+  private readonly unsubscribe: () => void;
 
   constructor(private readonly o: AdmissionOptions) {
     if (!(o.maxActive >= 1)) throw new Error(`admission: maxActive ${o.maxActive} must be at least 1`);
+    this.unsubscribe =
+      o.hold?.onRelease(() => {
+        if (!o.hold?.held()) this.heldSince = undefined;
+        this.next();
+      }) ?? (() => undefined);
   }
 
   stats(): AdmissionStats {
-    return { active: this.active, queued: this.waiting, queuedBytes: this.queuedBytes };
+    return { active: this.active, queued: this.waiting, queuedBytes: this.queuedBytes, holds: this.holds };
+  }
+
+  /** Stops listening to the hold. */
+  close(): void {
+    this.unsubscribe();
+    if (this.holdTimer) clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+  }
+
+  /** Whether new requests wait now: the hold says so and has not lasted `maxHoldMs` yet. */
+  private holding(): boolean {
+    if (!this.o.hold?.held()) {
+      this.heldSince = undefined;
+      return false;
+    }
+    const now = performance.now();
+    if (this.heldSince === undefined) {
+      this.heldSince = now;
+      this.holds++;
+    }
+    const left = this.heldSince + (this.o.maxHoldMs ?? DEFAULT_MAX_HOLD_MS) - now;
+    if (left <= 0) return false;
+    if (!this.holdTimer) {
+      // the hold may outlast its bound without telling: look again when the bound is reached
+      this.holdTimer = setTimeout(() => {
+        this.holdTimer = undefined;
+        this.next();
+      }, Math.ceil(left));
+      this.holdTimer.unref();
+    }
+    return true;
   }
 
   /**
@@ -51,7 +113,7 @@ export class Admission {
    * Rejects with `AdmissionRefused` when the line is full, or when `signal` aborts while waiting.
    */
   async enter(bytes: number, signal?: AbortSignal): Promise<() => void> {
-    if (this.active < this.o.maxActive && this.waiting === 0) {
+    if (this.active < this.o.maxActive && this.waiting === 0 && !this.holding()) {
       this.active++;
       return this.release();
     }
@@ -90,6 +152,7 @@ export class Admission {
   }
 
   private next(): void {
+    if (this.head < this.line.length && this.holding()) return;
     while (this.active < this.o.maxActive && this.head < this.line.length) {
       const w = this.line[this.head++];
       if (w.gone) continue;

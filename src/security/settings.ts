@@ -71,7 +71,10 @@ export interface SecuritySettings {
     readonly audience?: string;
   };
   readonly xds: {
-    /** XDS_AUTH: the secured port authenticates every stream. */
+    /**
+     * XDS_AUTH: the secured port authenticates every stream. When false, with `identityCheck`, a
+     * stream that presents a credential is still authenticated and held to its namespace.
+     */
     readonly auth: boolean;
     /** XDS_AUTH_PLAINTEXT: the plaintext port too (bearer tokens). */
     readonly authPlaintext: boolean;
@@ -122,10 +125,12 @@ export function parseSpiffeBundleEndpoints(text: string): { endpoints: SpiffeBun
 }
 
 /** Resolves the identity settings; throws `ConfigError`-style issues through the returned list. */
-export function resolveSecuritySettings(i: SecurityInputs): { settings: SecuritySettings; issues: string[]; notes: string[] } {
+export function resolveSecuritySettings(i: SecurityInputs): { settings: SecuritySettings; issues: string[]; notes: string[]; warnings: string[] } {
   const env = i.env;
   const issues: string[] = [];
   const notes: string[] = [];
+  /** Settings that work, but less than their names promise (logged as warnings at start). */
+  const warnings: string[] = [];
 
   // --- who issues workload certificates
   let issuer: SecuritySettings['issuer'] = env.ENABLE_CA_SERVER ? { kind: 'ca' } : { kind: 'none' };
@@ -172,6 +177,13 @@ export function resolveSecuritySettings(i: SecurityInputs): { settings: Security
   if (env.XDS_AUTH_PLAINTEXT && !i.cluster) issues.push('XDS_AUTH_PLAINTEXT: the plaintext port authenticates by service-account token, which needs --registries Cluster (TokenReview)');
   if (env.XDS_AUTH && !env.XDS_AUTH_PLAINTEXT && i.secureGrpcAddr !== null) {
     notes.push('the plaintext xDS port does not authenticate its clients (XDS_AUTH_PLAINTEXT=false); expose only the secured port outside the pod');
+  }
+  if (!env.XDS_AUTH && env.DISC_ENABLE_XDS_IDENTITY_CHECK) {
+    // docs/adr/0142: the check still binds every stream that shows who it is
+    warnings.push(
+      'DISC_ENABLE_XDS_IDENTITY_CHECK=true with XDS_AUTH=false: xDS clients need no credential, so a client that presents none is served for any namespace; ' +
+        'a stream on the secured port that presents a client certificate or a service-account token is still held to its own namespace. Set XDS_AUTH=true to require a credential',
+    );
   }
 
   // --- SPIFFE bundles of other trust domains
@@ -259,5 +271,6 @@ export function resolveSecuritySettings(i: SecurityInputs): { settings: Security
     },
     issues,
     notes,
+    warnings,
   };
 }

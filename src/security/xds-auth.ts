@@ -14,7 +14,12 @@ import { AuthError, callCredentials, type CallCredentials, type Caller } from '.
 import { formatSpiffeId } from './spiffe.js';
 
 export interface XdsAuthOptions {
-  /** Authenticate every stream of this port. */
+  /**
+   * Authenticate every stream of this port. When false, only streams that present a credential are
+   * authenticated (XDS_AUTH=false with DISC_ENABLE_XDS_IDENTITY_CHECK): one that authenticates is
+   * held to its namespace; one without a credential, or whose credential does not authenticate, is
+   * served as anonymous, as the port would serve it with no credential at all.
+   */
   readonly required: boolean;
   /** DISC_ENABLE_XDS_IDENTITY_CHECK. */
   readonly identityCheck: boolean;
@@ -27,12 +32,17 @@ export interface XdsAuthOptions {
 
 /** The decision for one stream of `proxy` carrying `credentials`. */
 export async function decideXdsStream(o: XdsAuthOptions, credentials: CallCredentials, proxy: Proxy, peer: string): Promise<StreamDecision> {
-  if (!o.required) return { allowed: true };
+  const presented = credentials.peerCertificate !== undefined || credentials.authorization.length > 0;
+  if (!o.required && (!o.identityCheck || !presented)) return { allowed: true };
   let caller: Caller;
   try {
     caller = await o.authenticate(credentials);
   } catch (err) {
     if (!(err instanceof AuthError)) throw err;
+    if (!o.required) {
+      o.log.debug({ port: o.port, peer, proxy: proxy.id, reason: err.reason }, 'xDS: a credential that does not authenticate; served as anonymous (XDS_AUTH=false)');
+      return { allowed: true };
+    }
     o.failures.inc({ reason: `xds_${err.reason}` });
     o.log.info({ port: o.port, peer, proxy: proxy.id, reason: err.reason }, `xDS: stream refused: ${err.message}`);
     return { allowed: false, code: err.unavailable ? grpc.status.UNAVAILABLE : err.identityError ? grpc.status.PERMISSION_DENIED : grpc.status.UNAUTHENTICATED, message: err.message };

@@ -5,13 +5,13 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { CertificateAuthority, SignQueue, SignerError } from '../../src/ca/authority.js';
 import { CaMaterialError, caFilesOf, readCaFiles, trustBundlePem } from '../../src/ca/material.js';
-import { createCaMetrics } from '../../src/ca/metrics.js';
+import { bundleExpirySource, createCaMetrics } from '../../src/ca/metrics.js';
 import { loadPluginCa } from '../../src/ca/plugin.js';
 import { RootRotator, inGracePeriod } from '../../src/ca/rotation.js';
 import { PluginReload } from '../../src/controllers/ca-plugin/controller.js';
 import { firstCheckDelayMs, rootRotationController } from '../../src/controllers/ca-root-rotation/controller.js';
 import { eventually } from '../support/eventually.js';
-import { loadOrCreateSelfSigned } from '../../src/ca/self-signed.js';
+import { createSelfSignedMaterial, loadOrCreateSelfSigned } from '../../src/ca/self-signed.js';
 import { DirectoryCaStore, MemoryCaStore } from '../../src/ca/store.js';
 import { createCsr, generateKey, parseCertificatePem, parseCsrPem } from '../../src/ca/x509.js';
 import { openssl, opensslWorkspace, pemCertificates, type OpensslWorkspace } from '../support/openssl.js';
@@ -99,6 +99,42 @@ describe('signing', () => {
     const text = await registry.metrics();
     expect(text).toContain(`ca_server_root_cert_expiry_timestamp ${Math.floor(material.root.notAfter.getTime() / 1000)}`);
     expect(text).toContain(`ca_server_cert_chain_expiry_timestamp ${Math.floor(material.root.notAfter.getTime() / 1000)}`);
+  });
+
+  it('the expiry gauges turn negative when the root expires without a rotation (read at scrape time)', async () => {
+    // a root made two hours ago that lived one hour: expired, and nothing rotates it
+    const expired = await createSelfSignedMaterial({ ...SELF, ttlMs: 3600_000 }, [], Date.now() - 2 * 3600_000);
+    const registry = new Registry();
+    const ca = new CertificateAuthority(expired, { metrics: createCaMetrics(registry), log });
+    const seconds = Math.floor(expired.root.notAfter.getTime() / 1000);
+    const text = await registry.metrics();
+    expect(text).toContain(`ca_server_root_cert_expiry_timestamp ${-seconds}`);
+    expect(text).toContain(`ca_server_cert_chain_expiry_timestamp ${-seconds}`);
+
+    // a root that is valid when the CA starts and expires while it runs
+    const short = await createSelfSignedMaterial({ ...SELF, ttlMs: 1_500 });
+    const later = new Registry();
+    new CertificateAuthority(short, { metrics: createCaMetrics(later), log });
+    const at = Math.floor(short.root.notAfter.getTime() / 1000);
+    expect(await later.metrics()).toContain(`ca_server_root_cert_expiry_timestamp ${at}`);
+    await new Promise((r) => setTimeout(r, short.root.notAfter.getTime() - Date.now() + 50));
+    const after = await later.metrics();
+    expect(after).toContain(`ca_server_root_cert_expiry_timestamp ${-at}`);
+    expect(after).toContain(`ca_server_cert_chain_expiry_timestamp ${-at}`);
+    expect(ca.current()).toBe(expired);
+  });
+
+  it('with an external signer the gauges read its trust bundle at scrape time', async () => {
+    const old = await createSelfSignedMaterial({ ...SELF, ttlMs: 3600_000 }, [], Date.now() - 2 * 3600_000);
+    const fresh = await createSelfSignedMaterial(SELF);
+    let bundle = [fresh.root];
+    const registry = new Registry();
+    createCaMetrics(registry).setExpirySource(bundleExpirySource(() => bundle));
+    expect(await registry.metrics()).toContain(`ca_server_root_cert_expiry_timestamp ${Math.floor(fresh.root.notAfter.getTime() / 1000)}`);
+    bundle = [fresh.root, old.root];
+    const text = await registry.metrics();
+    expect(text).toContain(`ca_server_root_cert_expiry_timestamp ${-Math.floor(old.root.notAfter.getTime() / 1000)}`);
+    expect(text).toContain(`ca_server_cert_chain_expiry_timestamp ${-Math.floor(old.root.notAfter.getTime() / 1000)}`);
   });
 });
 

@@ -13,6 +13,7 @@ import { DEFAULT_FEATURES } from '../../src/model/push-context.js';
 import { AggregateRegistry } from '../../src/registry/aggregate.js';
 import { ServiceEntryRegistry } from '../../src/registry/service-entry.js';
 import { Debouncer } from '../../src/model/debounce.js';
+import { PushActivity } from '../../src/model/push-activity.js';
 import { mergePushRequests, pushRequest, type PushRequest } from '../../src/model/push-request.js';
 
 function recorder(): { fired: PushRequest[]; firedAt: number[]; fire: (r: PushRequest) => void } {
@@ -212,7 +213,7 @@ spec:
   http: [{ timeout: ${timeout}, route: [{ destination: { host: ext.example.com } }] }]
 `;
 
-  function setup(opts: { after: number; max: number; edsDebounce: boolean }) {
+  function setup(opts: { after: number; max: number; edsDebounce: boolean; activity?: PushActivity }) {
     const store = new MemoryConfigStore();
     const load = (origin: string, text: string): void => {
       const parsed = parseConfigDocuments(text, origin, 'default');
@@ -228,7 +229,7 @@ spec:
       store,
       registry,
       DEFAULT_MESH_SETTINGS,
-      { debounceAfterMs: opts.after, debounceMaxMs: opts.max, edsDebounce: opts.edsDebounce, features: DEFAULT_FEATURES },
+      { debounceAfterMs: opts.after, debounceMaxMs: opts.max, edsDebounce: opts.edsDebounce, features: DEFAULT_FEATURES, activity: opts.activity },
       createMetrics({ defaultMetrics: false }),
       pino({ level: 'silent' }),
     );
@@ -271,6 +272,34 @@ spec:
     expect(m.model.current().push).not.toBe(before);
     expect(m.model.current().push.virtualServiceCount).toBe(1);
     m.stop();
+  });
+
+  it('a push counts as in flight from its first pending change until the listeners have it (docs/adr/0140)', () => {
+    const activity = new PushActivity();
+    const m = setup({ after: 100, max: 10_000, edsDebounce: false, activity });
+    let busyWhenPushed: boolean | undefined;
+    m.model.onPush(() => (busyWhenPushed = activity.busy));
+    let idle = 0;
+    activity.onIdle(() => idle++);
+    expect(activity.busy).toBe(false);
+    m.load('vs.yaml', VS('1s'));
+    expect(activity.busy).toBe(true);
+    jest.advanceTimersByTime(99);
+    expect(activity.busy).toBe(true);
+    jest.advanceTimersByTime(1);
+    expect(m.r.fired).toHaveLength(1);
+    expect(busyWhenPushed).toBe(true);
+    expect(activity.busy).toBe(false);
+    expect(idle).toBe(1);
+    // an endpoint-only change pushed at once: open and closed around its push
+    m.load('se.yaml', SE('10.0.0.4'));
+    expect(m.r.fired).toHaveLength(2);
+    expect(activity.busy).toBe(false);
+    // a stopped model leaves nothing open
+    m.load('vs.yaml', VS('3s'));
+    expect(activity.busy).toBe(true);
+    m.stop();
+    expect(activity.busy).toBe(false);
   });
 
   it('pushes an endpoint-only change at once when EDS debouncing is off, keeping the snapshot', () => {

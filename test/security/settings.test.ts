@@ -30,6 +30,14 @@ describe('identity settings: each variable honoured or refused by name', () => {
     expect(c.security.xds).toEqual({ auth: true, authPlaintext: false, identityCheck: true, skipValidateTrustDomain: false });
   });
 
+  it('XDS_AUTH=false with DISC_ENABLE_XDS_IDENTITY_CHECK (default true) warns naming both; the check stays on for streams that show a credential', () => {
+    const c = config(['--registries', 'Mock'], { XDS_AUTH: 'false' });
+    expect(c.security.xds).toMatchObject({ auth: false, identityCheck: true });
+    expect(c.securityWarnings?.join('\n')).toMatch(/DISC_ENABLE_XDS_IDENTITY_CHECK=true with XDS_AUTH=false: .* presents none is served for any namespace; .* still held to its own namespace/);
+    expect(config(['--registries', 'Mock'], { XDS_AUTH: 'false', DISC_ENABLE_XDS_IDENTITY_CHECK: 'false' }).securityWarnings).toEqual([]);
+    expect(config(['--registries', 'Mock']).securityWarnings).toEqual([]);
+  });
+
   it('MESHD_CUSTOM_HOST and REVISION name the serving certificate', () => {
     const c = config(['--registries', 'Mock', '--namespace', 'm', '--domain', 'corp.local'], { MESHD_CUSTOM_HOST: 'meshd.example.com,istio.example.com', REVISION: 'canary' });
     expect(c.security.dnsNames).toEqual(['meshd-canary.m.svc', 'meshd-canary.m.svc.corp.local', 'meshd.example.com', 'istio.example.com']);
