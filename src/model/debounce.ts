@@ -1,11 +1,11 @@
-import { mergePushRequests, type PushRequest } from './push-request.js';
+import { PendingPush, type PushRequest } from './push-request.js';
 
 /**
  * Debounces push requests: a push fires `after` ms after the latest request, but never later than
  * `max` ms after the first one of a burst. Requests within a burst merge.
  */
 export class Debouncer {
-  private pending?: PushRequest;
+  private pending?: PendingPush;
   private firstAt = 0;
   private timer?: NodeJS.Timeout;
   private stopped = false;
@@ -23,8 +23,11 @@ export class Debouncer {
       this.fire(req);
       return;
     }
-    if (!this.pending) this.firstAt = this.now();
-    this.pending = mergePushRequests(this.pending, req);
+    if (!this.pending) {
+      this.firstAt = this.now();
+      this.pending = new PendingPush();
+    }
+    this.pending.add(req);
     this.schedule();
   }
 
@@ -39,7 +42,7 @@ export class Debouncer {
   flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    const req = this.pending;
+    const req = this.pending?.request();
     this.pending = undefined;
     if (req) this.fire(req);
   }
