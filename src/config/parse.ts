@@ -110,7 +110,7 @@ function parseWhole(docs: ReadonlyArray<Document.Parsed>, origin: string, defaul
 
 /**
  * Parses document by document, reusing `cache`. Undefined when the text cannot be split with
- * certainty (directives, document end markers, a piece that is not exactly one document): the
+ * certainty (a directive with no marker after it, a piece that is not exactly one document): the
  * caller then parses it whole.
  */
 function parseByDocument(text: string, origin: string, defaultNamespace: string, cache: DocumentCache): DocumentResult[] | undefined {
