@@ -31,9 +31,10 @@ import { watch, type FSWatcher, type Stats } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
 import { parseConfigDocumentsYielding, type DocumentCache } from './parse.js';
-import type { MemoryConfigStore } from './store.js';
+import { contentHash, type MemoryConfigStore } from './store.js';
 import type { ConfigObject, ConfigRejection } from './types.js';
 import { getLogger } from '../log/logger.js';
+import { yieldPoint } from '../util/cooperative.js';
 
 export interface FileConfigSourceOptions {
   readonly dir: string;
@@ -296,7 +297,13 @@ export class FileConfigSource {
         : await parseConfigDocumentsYielding(content.toString('utf8'), origin, this.opts.defaultNamespace, docs);
     for (const o of objects) {
       if (o.warnings && previous.get(idOfObject(o)) !== o) this.warn(o);
+      // the store compares objects by this hash; computed here over turns, the store's change of
+      // the whole file (below, synchronous) does not pay for it (docs/adr/0163)
+      const turn = yieldPoint();
+      if (turn) await turn;
+      contentHash(o);
     }
+    if (this.stopped) return;
     const kept = this.keepLastGood(previous, objects, rejections);
     const contributed = [...objects, ...kept.objects];
     this.files.set(path, { ...fingerprint, hash, objects: new Map(contributed.map((o) => [idOfObject(o), o])), docs });

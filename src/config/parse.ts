@@ -110,7 +110,7 @@ function parseWhole(docs: ReadonlyArray<Document.Parsed>, origin: string, defaul
 
 /**
  * Parses document by document, reusing `cache`. Undefined when the text cannot be split with
- * certainty (directives, document end markers, a piece that is not exactly one document): the
+ * certainty (a directive with no marker after it, a piece that is not exactly one document): the
  * caller then parses it whole.
  */
 function parseByDocument(text: string, origin: string, defaultNamespace: string, cache: DocumentCache): DocumentResult[] | undefined {
@@ -157,33 +157,69 @@ function refill(cache: DocumentCache, next: DocumentCache): void {
 }
 
 /**
- * The documents of a YAML stream as texts, each with its first line (0-based). A line starting with
- * `---` followed by a space or the end of the line starts a document; YAML forbids such a line inside
- * a document's content, so the split is exact. Comments and blank lines before the first marker
- * belong to the first document. Undefined for texts with directives (`%`) or end markers (`...`).
+ * The documents of a YAML stream as texts, each with its first line (0-based), found the way the
+ * YAML lexer finds them: a line starting with `---` followed by a space, a tab or the end of the
+ * line starts a document, and one starting with `...` so followed ends it; YAML forbids such lines
+ * inside a document's content, so the split is exact. Directives (`%` lines at the start of the
+ * stream or after a `...`) belong to the document whose `---` follows them, comments and blank lines
+ * before the first marker to the first document. Undefined when a directive is not followed by a
+ * marker (the caller parses such a text whole). Only lines starting with `-`, `.` or `%` are looked
+ * at closely once a document has content, so a text of many megabytes splits in a few milliseconds.
  */
 function splitDocuments(text: string): Array<{ text: string; line: number }> | undefined {
-  const lines = text.split('\n');
-  const starts: number[] = [];
-  let contentBeforeMarker = false;
-  for (let i = 0; i < lines.length; i++) {
-    const l = lines[i];
-    if (l.startsWith('%') || /^\.\.\.(\s|$)/.test(l)) return undefined;
-    // the YAML lexer ends a marker at a space, tab or line end only (not at other Unicode spaces)
-    if (/^---([ \t\r]|$)/.test(l)) {
-      if (starts.length > 0) starts.push(i);
-      else if (contentBeforeMarker) starts.push(0, i);
-      else starts.push(0); // leading comments belong to the first document
-      continue;
+  const starts: Array<{ pos: number; line: number }> = [{ pos: 0, line: 0 }];
+  /** The current document has content (or its `---`): the next marker starts another one. */
+  let content = false;
+  /** The current document was closed by `...`: what comes next is another one. */
+  let ended = false;
+  /** At the start of the stream or after `...`, where `%` lines are directives. */
+  let directives = true;
+  /** Where the pending directives of the next document start. */
+  let pending: { pos: number; line: number } | undefined;
+  let line = 0;
+  for (let pos = 0; pos <= text.length; line++) {
+    let end = text.indexOf('\n', pos);
+    if (end < 0) end = text.length;
+    const c = text.charCodeAt(pos);
+    if (c === 45 /* - */ && isMarkerLine(text, pos, '---')) {
+      if (content || ended) starts.push(pending ?? { pos, line });
+      content = true;
+      ended = false;
+      directives = false;
+      pending = undefined;
+    } else if (c === 46 /* . */ && isMarkerLine(text, pos, '...')) {
+      ended = true;
+      directives = true;
+    } else if (c === 37 /* % */ && directives) {
+      pending ??= { pos, line };
+    } else if ((!content || ended || pending) && !blankOrComment(text, pos, end)) {
+      if (pending) return undefined; // a directive with no marker after it
+      if (ended) starts.push({ pos, line }); // a bare document after `...`
+      content = true;
+      ended = false;
+      directives = false;
     }
-    if (starts.length === 0 && l.trim() !== '' && !l.trimStart().startsWith('#')) contentBeforeMarker = true;
+    pos = end + 1;
   }
-  if (starts.length === 0) starts.push(0);
   // each piece keeps its line ends, so errors at the end of a document point where they would in the whole text
-  return starts.map((start, k) => {
-    const end = starts[k + 1];
-    return { text: end === undefined ? lines.slice(start).join('\n') : `${lines.slice(start, end).join('\n')}\n`, line: start };
-  });
+  return starts.map((start, k) => ({ text: text.slice(start.pos, starts[k + 1]?.pos ?? text.length), line: start.line }));
+}
+
+/** Whether the line at `pos` is the marker `m` (`---` or `...`) ended as the YAML lexer ends it: by a space, a tab or the line's end. */
+function isMarkerLine(text: string, pos: number, m: string): boolean {
+  if (!text.startsWith(m, pos)) return false;
+  const next = text.charCodeAt(pos + 3);
+  return Number.isNaN(next) || next === 32 || next === 9 || next === 13 || next === 10;
+}
+
+/** Whether text[pos, end) is blank or a comment. */
+function blankOrComment(text: string, pos: number, end: number): boolean {
+  for (let i = pos; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 35 /* # */) return true;
+    if (c !== 32 && c !== 9 && c !== 13) return false;
+  }
+  return true;
 }
 
 /**

@@ -10,7 +10,8 @@
  * keeps declaring it. Another origin declaring it too gets a rejection; its copy is remembered
  * and takes over (the earliest-registered waiting origin first) when the holder drops the object.
  *
- * Events are delivered synchronously, after the whole batch is applied.
+ * Events are delivered synchronously, after the whole batch is applied: first one by one to the
+ * `onEvent` handlers, then all of them at once to the `onChange` handlers.
  */
 import { createHash } from 'node:crypto';
 import { configKey, type ConfigEvent, type ConfigObject, type ConfigRejection, type ConfigStore } from './types.js';
@@ -42,6 +43,7 @@ interface Source {
 }
 
 type Handler = (event: ConfigEvent) => void;
+type ChangeHandler = (events: ReadonlyArray<ConfigEvent>) => void;
 
 function objectId(kind: string, namespace: string, name: string): string {
   return `${kind}\u0000${namespace}\u0000${name}`;
@@ -85,6 +87,7 @@ export class MemoryConfigStore implements ConfigStore {
   private readonly sortedCache = new Map<string, ReadonlyArray<ConfigObject>>();
   private readonly sources = new Map<string, Source>();
   private readonly handlers = new Set<Handler>();
+  private readonly changeHandlers = new Set<ChangeHandler>();
   private readonly now: () => Date;
   private nextSeq = 0;
   private revision = 0;
@@ -115,6 +118,13 @@ export class MemoryConfigStore implements ConfigStore {
     this.handlers.add(handler);
     return () => {
       this.handlers.delete(handler);
+    };
+  }
+
+  onChange(handler: ChangeHandler): () => void {
+    this.changeHandlers.add(handler);
+    return () => {
+      this.changeHandlers.delete(handler);
     };
   }
 
@@ -282,6 +292,15 @@ export class MemoryConfigStore implements ConfigStore {
       for (const handler of [...this.handlers]) {
         try {
           handler(event);
+        } catch (err) {
+          errors.push(err);
+        }
+      }
+    }
+    if (batch.events.length > 0) {
+      for (const handler of [...this.changeHandlers]) {
+        try {
+          handler(batch.events);
         } catch (err) {
           errors.push(err);
         }

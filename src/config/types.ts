@@ -80,6 +80,12 @@ export interface ConfigStore {
   get<S = unknown>(kind: string, namespace: string, name: string): ConfigObject<S> | undefined;
   /** Register a handler called after each change; returns an unsubscribe function. */
   onEvent(handler: (event: ConfigEvent) => void): () => void;
+  /**
+   * Register a handler called once per change of the store with all its events, after the
+   * per-event handlers (a file's new version is one change, however many objects it touches), so
+   * that work per change is done once instead of once per object (docs/adr/0163).
+   */
+  onChange(handler: (events: ReadonlyArray<ConfigEvent>) => void): () => void;
   /** True once the source has delivered its initial state. */
   hasSynced(): boolean;
 }

@@ -1,4 +1,4 @@
-import { mergePushRequests, type PushRequest } from './push-request.js';
+import { PendingPush, type PushRequest } from './push-request.js';
 
 /** What the debounce strategy reports (the cfg_runtime_strategy_* and processor metrics). */
 export interface DebounceObserver {
@@ -15,7 +15,7 @@ export interface DebounceObserver {
  * `max` ms after the first one of a burst. Requests within a burst merge.
  */
 export class Debouncer {
-  private pending?: PushRequest;
+  private pending?: PendingPush;
   private firstAt = 0;
   private timer?: NodeJS.Timeout;
   private stopped = false;
@@ -42,8 +42,11 @@ export class Debouncer {
       this.fire(req);
       return;
     }
-    if (!this.pending) this.firstAt = now;
-    this.pending = mergePushRequests(this.pending, req);
+    if (!this.pending) {
+      this.firstAt = now;
+      this.pending = new PendingPush();
+    }
+    this.pending.add(req);
     this.requests++;
     this.schedule(now);
   }
@@ -69,7 +72,7 @@ export class Debouncer {
   flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    const req = this.pending;
+    const req = this.pending?.request();
     this.pending = undefined;
     this.requests = 0;
     if (req) this.fire(req);

@@ -113,7 +113,7 @@ export class MeshModel {
   /** Wires event sources and computes the initial state. */
   start(): void {
     this.unsubscribers.push(
-      this.store.onEvent((e) => this.onConfigEvent(e)),
+      this.store.onChange((events) => this.onConfigChange(events)),
       this.registry.onEvent((e) => this.onRegistryEvent(e)),
       // a key set fetched or changed: listeners that inlined it are rebuilt (Dep.jwks)
       ...(this.opts.jwks ? [this.opts.jwks.onChange(() => this.request(this.debouncer, pushRequest({ full: true, reason: 'jwks' })))] : []),
@@ -220,11 +220,15 @@ export class MeshModel {
     this.metrics.endpointNotReady.set(notReady);
   }
 
-  private onConfigEvent(e: ConfigEvent): void {
-    this.metrics.inboundUpdates.inc({ type: 'config' });
-    this.metrics.processorEvents.inc();
-    if (REGISTRY_KINDS.has(e.kind)) return; // the ServiceEntry registry reports what changed
-    this.request(this.debouncer, pushRequest({ full: true, reason: 'config', kinds: [e.kind] }));
+  /** One push request per change of the store (a whole file is one), whatever its number of objects. */
+  private onConfigChange(events: ReadonlyArray<ConfigEvent>): void {
+    this.metrics.inboundUpdates.inc({ type: 'config' }, events.length);
+    this.metrics.processorEvents.inc(events.length);
+    // the ServiceEntry registry reports what its kinds changed
+    const own = events.filter((e) => !REGISTRY_KINDS.has(e.kind));
+    if (own.length === 0) return;
+    // disc_push_triggers still counts config changes by object
+    this.request(this.debouncer, pushRequest({ full: true, reason: 'config', kinds: new Set(own.map((e) => e.kind)), count: own.length }));
   }
 
   private onRegistryEvent(e: RegistryEvent): void {

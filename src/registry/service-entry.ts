@@ -15,16 +15,29 @@ const RESOLUTION: Record<string, Resolution> = {
 
 type WorkloadEntrySpec = WorkloadEntry;
 
+/** What one ServiceEntry contributes, kept while the object (and, with a selector, the WorkloadEntries) stays the same. */
+interface Contribution {
+  readonly source: ConfigObject<ServiceEntry>;
+  /** The WorkloadEntry list it was computed from, when it selects workloads. */
+  readonly workloads?: ReadonlyArray<ConfigObject<WorkloadEntrySpec>>;
+  /** Its services, each with its endpoints. */
+  readonly parts: ReadonlyArray<{ readonly service: Service; readonly endpoints: ReadonlyArray<Endpoint> }>;
+}
+
 /**
  * Services and endpoints declared by ServiceEntry objects, with WorkloadEntry objects selected by a
- * ServiceEntry's workloadSelector. Recomputed on every ServiceEntry/WorkloadEntry event; unchanged
- * services keep their object identity so caches downstream stay warm.
+ * ServiceEntry's workloadSelector. Recomputed once per change of the store (a file's new version is
+ * one, however many objects it has; docs/adr/0163); a ServiceEntry whose object is unchanged keeps
+ * what it contributed, so a change costs a lookup per ServiceEntry plus the work of the changed ones.
+ * Unchanged services and endpoints keep their object identity so caches downstream stay warm.
  */
 export class ServiceEntryRegistry implements ServiceRegistry {
   readonly id = 'ServiceEntry';
   private readonly hub = new EventHub<RegistryEvent>();
   private byHost = new Map<string, Service[]>();
   private endpointsByHost = new Map<string, ReadonlyArray<Endpoint>>();
+  /** By ServiceEntry `namespace/name`. */
+  private contributions = new Map<string, Contribution>();
   private list: ReadonlyArray<Service> = [];
   private unsubscribe?: () => void;
 
@@ -39,8 +52,8 @@ export class ServiceEntryRegistry implements ServiceRegistry {
   static readonly KINDS: ReadonlySet<string> = new Set(['ServiceEntry', 'WorkloadEntry']);
 
   async start(): Promise<void> {
-    this.unsubscribe = this.store.onEvent((e: ConfigEvent) => {
-      if (ServiceEntryRegistry.KINDS.has(e.kind)) this.recompute();
+    this.unsubscribe = this.store.onChange((events: ReadonlyArray<ConfigEvent>) => {
+      if (events.some((e) => ServiceEntryRegistry.KINDS.has(e.kind))) this.recompute();
     });
   }
 
@@ -67,39 +80,55 @@ export class ServiceEntryRegistry implements ServiceRegistry {
   private recompute(): void {
     const entries = this.store.list<ServiceEntry>('ServiceEntry');
     const workloads = this.store.list<WorkloadEntrySpec>('WorkloadEntry');
+    const contributions = new Map<string, Contribution>();
     const nextByHost = new Map<string, Service[]>();
-    const nextEndpoints = new Map<string, Endpoint[]>();
+    const nextEndpoints = new Map<string, Endpoint[] | ReadonlyArray<Endpoint>>();
     for (const se of entries) {
-      for (const svc of this.servicesOf(se)) {
-        const prev = this.byHost.get(svc.hostname)?.find((p) => p.namespace === svc.namespace);
-        const kept = prev && JSON.stringify(prev) === JSON.stringify(svc) ? prev : svc;
-        const list = nextByHost.get(svc.hostname);
-        if (list) list.push(kept);
-        else nextByHost.set(svc.hostname, [kept]);
-        const eps = this.endpointsOf(se, svc, workloads);
-        const existing = nextEndpoints.get(svc.hostname);
-        if (existing) existing.push(...eps);
-        else nextEndpoints.set(svc.hostname, eps);
+      const key = `${se.meta.namespace}/${se.meta.name}`;
+      const c = this.contributionOf(se, workloads, this.contributions.get(key));
+      contributions.set(key, c);
+      for (const { service, endpoints } of c.parts) {
+        const list = nextByHost.get(service.hostname);
+        if (list) list.push(service);
+        else nextByHost.set(service.hostname, [service]);
+        const existing = nextEndpoints.get(service.hostname);
+        // one contribution's list is used as is; a host of several gets a list of its own
+        if (existing) nextEndpoints.set(service.hostname, [...existing, ...endpoints]);
+        else nextEndpoints.set(service.hostname, endpoints);
       }
     }
     let servicesChanged = nextByHost.size !== this.byHost.size;
     for (const [host, list] of nextByHost) {
       const prev = this.byHost.get(host);
-      if (!prev || prev.length !== list.length || prev.some((p, i) => p !== list[i])) servicesChanged = true;
+      if (!prev || !sameItems(prev, list)) servicesChanged = true;
     }
     const endpointHosts: string[] = [];
-    const allHosts = new Set([...nextEndpoints.keys(), ...this.endpointsByHost.keys()]);
-    for (const host of allHosts) {
-      const a = this.endpointsByHost.get(host);
-      const b = nextEndpoints.get(host);
-      if (JSON.stringify(a ?? []) !== JSON.stringify(b ?? [])) endpointHosts.push(host);
-    }
+    for (const [host, b] of nextEndpoints) if (!sameItems(this.endpointsByHost.get(host) ?? [], b)) endpointHosts.push(host);
+    for (const [host, a] of this.endpointsByHost) if (!nextEndpoints.has(host) && a.length > 0) endpointHosts.push(host);
+    this.contributions = contributions;
     this.byHost = nextByHost;
     this.endpointsByHost = nextEndpoints;
     this.list = [...nextByHost.values()].flat();
     if (servicesChanged || endpointHosts.length > 0) {
       this.hub.emit({ registry: this.id, servicesChanged, endpointHosts });
     }
+  }
+
+  /**
+   * What `se` contributes: `prev` when computed from the same object (and workloads, if it selects
+   * them); else computed again, reusing `prev`'s service and endpoint objects where they are equal.
+   */
+  private contributionOf(se: ConfigObject<ServiceEntry>, workloads: ReadonlyArray<ConfigObject<WorkloadEntrySpec>>, prev: Contribution | undefined): Contribution {
+    const selects = se.spec.workloadSelector?.labels !== undefined;
+    if (prev && prev.source === se && (!selects || prev.workloads === workloads)) return prev;
+    const parts = this.servicesOf(se).map((svc) => {
+      const before = prev?.parts.find((p) => p.service.hostname === svc.hostname);
+      const service = before && JSON.stringify(before.service) === JSON.stringify(svc) ? before.service : svc;
+      const eps = this.endpointsOf(se, svc, workloads);
+      const endpoints = before?.endpoints.length === eps.length ? eps.map((e, i) => (JSON.stringify(before.endpoints[i]) === JSON.stringify(e) ? before.endpoints[i] : e)) : eps;
+      return { service, endpoints: before && sameItems(before.endpoints, endpoints) ? before.endpoints : endpoints };
+    });
+    return { source: se, ...(selects ? { workloads } : {}), parts };
   }
 
   private servicesOf(se: ConfigObject<ServiceEntry>): Service[] {
@@ -175,4 +204,9 @@ export class ServiceEntryRegistry implements ServiceRegistry {
     }
     return out;
   }
+}
+
+/** Same length and the same objects in the same order. */
+function sameItems<T>(a: ReadonlyArray<T>, b: ReadonlyArray<T>): boolean {
+  return a === b || (a.length === b.length && a.every((x, i) => x === b[i]));
 }

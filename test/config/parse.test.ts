@@ -162,8 +162,14 @@ describe('parseConfigDocuments with a document cache (an edited file re-parses o
     'block scalar with dashes inside': `${VS('a', '  annotations:\n    note: |\n      --- not a marker (indented)\n')}---\n${VS('b')}`,
     'dashes followed by another Unicode space are not a marker': `${VS('a')}---\u00a0\n${VS('b')}`,
     'a line of dashes and a no-break space inside a block scalar document': `${VS('a')}---\n--- |\nx\n---\u00a0y\n---\n${VS('b')}`,
-    'directive (parsed whole)': `%YAML 1.1\n---\n${VS('a')}`,
-    'document end marker (parsed whole)': `${VS('a')}...\n---\n${VS('b')}`,
+    directive: `%YAML 1.1\n---\n${VS('a')}`,
+    'document end marker': `${VS('a')}...\n---\n${VS('b')}`,
+    'directives and end markers between documents': `# head\n%YAML 1.2\n%TAG !m! tag:mesh.io,2026:\n---\n${VS('a')}...\n# between\n%YAML 1.1\n---\n${VS('b')}...\n---\n${VS('c')}...\n`,
+    'a bare document after an end marker': `${VS('a')}...\n${VS('b')}...\n# trailing comment\n`,
+    'an end marker followed by another Unicode space is not a marker': `${VS('a', '  annotations:\n    note: |\n      x\n')}...\u00a0\n---\n${VS('b')}`,
+    'a directive with no marker after it': `${VS('a')}...\n%YAML 1.1\n${VS('b')}`,
+    'a percent line inside a top-level block scalar': `--- |\n%not a directive\n...\n---\n${VS('b')}`,
+    'broken YAML after a directive': `%YAML 1.2\n---\n${VS('a')}...\n%YAML 1.2\n---\nkind: [unclosed\n`,
     empty: '',
   };
 

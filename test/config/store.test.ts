@@ -55,6 +55,20 @@ describe('MemoryConfigStore', () => {
     expect(log).toEqual([]);
   });
 
+  it('delivers a whole applySource to onChange handlers as one change, after the per-event handlers', () => {
+    const store = new MemoryConfigStore();
+    const order: string[] = [];
+    store.onEvent((e) => order.push(`event ${e.object.meta.name}`));
+    store.onChange((events) => order.push(`change of ${events.length}: ${events.map((e) => `${e.type} ${e.object.meta.name}`).join(', ')}`));
+    store.applySource('f.yaml', [obj('a', 'a'), obj('b', 'b'), obj('c', 'c')]);
+    store.applySource('f.yaml', [obj('a', 'a'), obj('b', 'b2')]);
+    store.applySource('f.yaml', [obj('a', 'a'), obj('b', 'b2')]); // no change, no call
+    expect(order).toEqual([
+      'event a', 'event b', 'event c', 'change of 3: add a, add b, add c',
+      'event b', 'event c', 'change of 2: update b, delete c',
+    ]);
+  });
+
   it('treats key order as no change', () => {
     const store = new MemoryConfigStore();
     const log = recorder(store);

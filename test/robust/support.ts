@@ -11,8 +11,11 @@ import type { DiscoveryResponse } from '../../src/gen/envoy/service/discovery/v3
 import { TypeUrl } from '../../src/xds/types.js';
 import { SotwStream } from '../support/ads-client.js';
 
-/** ServiceEntries `svc-<i>.ns-<i%5>.svc.cluster.local` (HTTP 8080, two endpoints), a DestinationRule with subsets each, a VirtualService for every fifth. */
-export function meshObjects(services: number): object[] {
+/**
+ * ServiceEntries `svc-<i>.ns-<i%5>.svc.cluster.local` (HTTP 8080, `endpoints` endpoints, default two,
+ * half labelled v1 and half v2), a DestinationRule with subsets each, a VirtualService for every fifth.
+ */
+export function meshObjects(services: number, endpoints = 2): object[] {
   const out: object[] = [];
   for (let i = 0; i < services; i++) {
     const ns = `ns-${i % 5}`;
@@ -27,10 +30,7 @@ export function meshObjects(services: number): object[] {
         location: 'MESH_INTERNAL',
         resolution: 'STATIC',
         ports: [{ number: 8080, name: 'http', protocol: 'HTTP' }],
-        endpoints: [
-          { address: `10.1.${(i >> 8) & 255}.${i & 255}`, labels: { version: 'v1' } },
-          { address: `10.2.${(i >> 8) & 255}.${i & 255}`, labels: { version: 'v2' } },
-        ],
+        endpoints: Array.from({ length: endpoints }, (_, k) => ({ address: `10.${k + 1}.${(i >> 8) & 255}.${i & 255}`, labels: { version: `v${(k % 2) + 1}` } })),
       },
     });
     out.push({

@@ -134,6 +134,7 @@ function staticStore(objects: readonly ConfigObject[]): ConfigStore {
     list: <S>(kind: string) => ofKind<S>(objects, kind),
     get: <S>(kind: string, namespace: string, name: string) => ofKind<S>(objects, kind).find((o) => o.meta.namespace === namespace && o.meta.name === name),
     onEvent: () => () => undefined,
+    onChange: () => () => undefined,
     hasSynced: () => true,
   };
 }
