@@ -70,7 +70,7 @@ function clusterTable(dump: ConfigDump, f: SectionFlags, color: boolean): string
 }
 
 function listenerTable(dump: ConfigDump, f: SectionFlags, color: boolean): string {
-  const rows = listenerRows(dump, { address: f.listenerAddress, port: f.port, type: f.type });
+  const rows = listenerRows(dump, { address: f.listenerAddress, port: f.port, type: f.type, routeName: f.routeName });
   const headers = f.verbose ? ['NAME', 'ADDRESS', 'PORT', 'MATCH', 'DESTINATION'] : ['ADDRESS', 'PORT', 'MATCH', 'DESTINATION'];
   return renderTable(headers, rows.map((r) => (f.verbose ? [r.name, r.address || '-', r.port || '-', r.match, r.destination] : [r.address || '-', r.port || '-', r.match, r.destination])), { color });
 }
@@ -96,7 +96,7 @@ function sectionDocument(dump: ConfigDump, section: Exclude<Section, 'all'>, f: 
     case 'cluster':
       return matchingClusters(dump, clusterRows(dump, f));
     case 'listener':
-      return matchingListeners(dump, listenerRows(dump, { address: f.listenerAddress, port: f.port, type: f.type }));
+      return matchingListeners(dump, listenerRows(dump, { address: f.listenerAddress, port: f.port, type: f.type, routeName: f.routeName }));
     case 'route':
       return matchingRoutes(dump, f.name);
     case 'endpoint': {
@@ -110,7 +110,10 @@ function sectionDocument(dump: ConfigDump, section: Exclude<Section, 'all'>, f: 
   }
 }
 
-export async function runProxyConfig(section: Section, dump: ConfigDump, f: SectionFlags, output: ProxyConfigOutput, color = false): Promise<CommandOutcome> {
+export async function runProxyConfig(section: Section, dump: ConfigDump, flags: SectionFlags, output: ProxyConfigOutput, color = false): Promise<CommandOutcome> {
+  // under `all`, --name selects listeners by the route configuration they use (spec part 2), and
+  // the routes are all listed
+  const f: SectionFlags = section === 'all' ? { ...flags, routeName: flags.name, name: undefined } : flags;
   if (output !== 'short') {
     const doc =
       section === 'all'
