@@ -6,9 +6,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { main as meshctl } from '../src/cli/meshctl.js';
 import type { KubeClient } from '../src/kube/client.js';
-import { captureIO } from '../test/cli/capture.js';
+import { runMeshctl } from '../test/cli/run-meshctl.js';
 import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, powerlessKubeconfig } from '../test/kube/helpers.js';
 
 let client: KubeClient;
@@ -17,11 +16,7 @@ let nobody: string;
 let ns: string;
 let dir: string;
 
-async function run(argv: string[], extraEnv: Record<string, string> = {}) {
-  const c = captureIO({ HOME: dir, ...extraEnv });
-  const code = await meshctl(argv, c.io);
-  return { code, stdout: c.stdout(), stderr: c.stderr() };
-}
+const run = (argv: string[], extraEnv: Record<string, string> = {}) => runMeshctl(argv, { HOME: dir, ...extraEnv });
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mesh-diag-perm-'));

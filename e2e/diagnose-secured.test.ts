@@ -16,9 +16,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createCertificate } from '../src/agent/ca-client.js';
 import { createCsr } from '../src/ca/x509.js';
-import { main as meshctl } from '../src/cli/meshctl.js';
 import type { KubeClient } from '../src/kube/client.js';
-import { captureIO } from '../test/cli/capture.js';
+import { runMeshctl } from '../test/cli/run-meshctl.js';
 import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv } from '../test/kube/helpers.js';
 import { freePort, startDaemon, type Daemon } from '../test/support/daemon.js';
 import { eventually } from '../test/support/eventually.js';
@@ -34,11 +33,7 @@ let dir: string;
 let secureAddr: string;
 let rootPem: string;
 
-async function run(argv: string[], extraEnv: Record<string, string> = {}) {
-  const c = captureIO({ HOME: dir, KUBECONFIG: kubeconfig, ...extraEnv });
-  const code = await meshctl(argv, c.io);
-  return { code, stdout: c.stdout(), stderr: c.stderr() };
-}
+const run = (argv: string[], extraEnv: Record<string, string> = {}) => runMeshctl(argv, { HOME: dir, KUBECONFIG: kubeconfig, ...extraEnv });
 
 async function token(namespace: string, sa: string): Promise<string> {
   const res = await client.request<{ status: { token: string } }>({

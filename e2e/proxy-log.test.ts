@@ -13,11 +13,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import { main as meshctl } from '../src/cli/meshctl.js';
 import { httpRequest } from '../src/cli/meshctl/diag/port-forward.js';
 import { parseLoggingReply, parseProxyLogLevels, runProxyLog, type ProxyAdminCall, type ProxyLogInput } from '../src/cli/meshctl/diag/run-proxy-config.js';
 import type { KubeClient } from '../src/kube/client.js';
-import { captureIO } from '../test/cli/capture.js';
+import { runMeshctl } from '../test/cli/run-meshctl.js';
 import { createNamespace, deleteNamespace, kubeTestEnv } from '../test/kube/helpers.js';
 
 /** A stand-in for one Envoy's admin `/logging`: POST only, `level=` for all, `<logger>=` for one. */
@@ -67,11 +66,7 @@ const call: ProxyAdminCall = (pod, path, options) => {
 
 const log = (input: Partial<ProxyLogInput>) => runProxyLog(() => Promise.resolve(client), { namespace: ns, reset: false, output: 'short', ...input }, call);
 
-async function run(argv: string[]) {
-  const c = captureIO({ HOME: os.tmpdir(), KUBECONFIG: kubeconfig });
-  const code = await meshctl(argv, c.io);
-  return { code, stdout: c.stdout(), stderr: c.stderr() };
-}
+const run = (argv: string[]) => runMeshctl(argv, { HOME: os.tmpdir(), KUBECONFIG: kubeconfig });
 
 beforeAll(async () => {
   const env = await kubeTestEnv();

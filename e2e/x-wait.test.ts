@@ -12,9 +12,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { main as meshctl } from '../src/cli/meshctl.js';
 import type { KubeClient } from '../src/kube/client.js';
-import { captureIO } from '../test/cli/capture.js';
+import { runMeshctl } from '../test/cli/run-meshctl.js';
 import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv } from '../test/kube/helpers.js';
 import { startDaemon, type Daemon } from '../test/support/daemon.js';
 import { eventually } from '../test/support/eventually.js';
@@ -31,12 +30,7 @@ let dir: string;
 
 const VS_REF = { apiVersion: 'networking.mesh.io/v1', kind: 'VirtualService', name: 'ratings' } as const;
 
-async function run(argv: string[]) {
-  const c = captureIO({ HOME: dir, KUBECONFIG: kubeconfig, MESHCTL_XDS_ADDRESS: daemon.grpcAddr, MESHCTL_PLAINTEXT: 'true' });
-  const started = Date.now();
-  const code = await meshctl(argv, c.io);
-  return { code, stdout: c.stdout(), stderr: c.stderr(), ms: Date.now() - started };
-}
+const run = (argv: string[]) => runMeshctl(argv, { HOME: dir, KUBECONFIG: kubeconfig, MESHCTL_XDS_ADDRESS: daemon.grpcAddr, MESHCTL_PLAINTEXT: 'true' });
 
 /** Sets the route timeout of the VirtualService, a change of its spec (a new generation). */
 async function setRouteTimeout(seconds: number): Promise<number> {
