@@ -165,6 +165,28 @@ describe('bug-report', () => {
     expect(f.stdout).not.toContain('ratings-0');
   }, 60_000);
 
+  it('takes each --include/--exclude value whole, and an --exclude replaces the default', async () => {
+    const out = path.join(dir, 'whole');
+    // one spec: namespace appNs or nowhere, pods ratings-*; split at its comma it would take appNs whole
+    const parts = await run(['bug-report', '-c', kubeconfig, '--istio-namespace', meshNs, '--include', `${appNs},nowhere//ratings-*`, '--dir', out, '--dry-run']);
+    expect(parts.code).toBe(0);
+    expect(parts.stdout).toContain(`logs of ${appNs}/ratings-0 container mesh-proxy`);
+    expect(parts.stdout).not.toContain('reviews-0');
+    // a label list is one part: either label selects
+    const labels = await run(['bug-report', '-c', kubeconfig, '--istio-namespace', meshNs, '--include', `${appNs}////app=reviews,app=ratings`, '--dir', out, '--dry-run']);
+    expect(labels.code).toBe(0);
+    expect(labels.stdout).toContain(`logs of ${appNs}/ratings-0 container mesh-proxy`);
+    expect(labels.stdout).toContain(`logs of ${appNs}/reviews-0 container mesh-proxy`);
+    // the default exclude stands until one is given; given ones add to each other
+    const byDefault = await run(['bug-report', '-c', kubeconfig, '--istio-namespace', meshNs, '--include', appNs, '--dir', out, '--dry-run']);
+    expect(byDefault.stdout).toContain(`proxy logs selected by --include "${appNs}", --exclude "kube-system,kube-public,kube-node-lease,local-path-storage"\n`);
+    const given = await run(['bug-report', '-c', kubeconfig, '--istio-namespace', meshNs, '--include', appNs, '--exclude', `${appNs}//reviews-*`, '--exclude', 'legacy', '--dir', out, '--dry-run']);
+    expect(given.code).toBe(0);
+    expect(given.stdout).toContain(`proxy logs selected by --include "${appNs}", --exclude "${appNs}//reviews-*" "legacy"\n`);
+    expect(given.stdout).not.toContain('reviews-0');
+    expect(fs.readdirSync(out)).toEqual([]);
+  }, 60_000);
+
   it('stops at --timeout and still writes what it captured', async () => {
     // a "meshd" that accepts connections and never answers holds the debug views until the deadline
     const silent = net.createServer(() => undefined);

@@ -164,6 +164,8 @@ describe('meshctl dashboard', () => {
     ['a bad address for an addon', ['dashboard', 'metrics', '--address', 'nowhere'], /--address: "nowhere" is not an IP address or localhost/],
     ['no pod and no selector', ['dashboard', 'controlz'], /name a pod \(\[<type>\/\]<name>\[\.<namespace>\]\) or give -l\/--selector/],
     ['a pod that does not exist', ['dashboard', 'proxy', 'nobody.kube-system', '--browser=false'], /pod kube-system\/nobody not found/],
+    ['a proxy pod looked up in the mesh namespace by default', ['dashboard', 'proxy', 'nobody', '--browser=false'], /pod mesh-system\/nobody not found/],
+    ['…which -i names', ['dashboard', 'proxy', 'nobody', '-i', 'kube-public', '--browser=false'], /pod kube-public\/nobody not found/],
     ['a selector matching nothing', ['dashboard', 'controlz', '-l', 'app=nothing', '-n', 'kube-system', '--browser=false'], /no pod matches app=nothing in namespace kube-system/],
     ['an address that is not an IP', ['dashboard', 'controlz', 'meshd-a', '--address', 'example.com'], /--address: "example.com" is not an IP address or localhost/],
     ['a bad port', ['dashboard', 'proxy', 'x', '-p', '70000'], /--port: "70000" is not a port number/],

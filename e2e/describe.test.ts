@@ -11,14 +11,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { stringify } from 'yaml';
 import { main as meshctl } from '../src/cli/meshctl.js';
 import type { KubeClient } from '../src/kube/client.js';
 import type { KubeObject } from '../src/kube/types.js';
 import { captureIO } from '../test/cli/capture.js';
 import { expectGolden, normalize } from '../test/cli/golden.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv } from '../test/kube/helpers.js';
-import { readKubeconfig } from '../test/support/cluster.js';
+import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, powerlessKubeconfig } from '../test/kube/helpers.js';
 import { startDaemon, type Daemon } from '../test/support/daemon.js';
 import { eventually } from '../test/support/eventually.js';
 import { TestProxy } from '../test/support/proxy-dump.js';
@@ -117,29 +115,6 @@ const objects = (): Array<Record<string, unknown>> => [
 ];
 
 /** A kubeconfig of a service account that may do nothing. */
-async function powerlessKubeconfig(): Promise<string> {
-  await client.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'nobody', namespace: ns } });
-  const tr = await client.request<{ status: { token: string } }>({
-    method: 'POST',
-    path: `/api/v1/namespaces/${ns}/serviceaccounts/nobody/token`,
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 1800 } },
-  });
-  const creds = await readKubeconfig(kubeconfig);
-  const file = path.join(dir, 'nobody.kubeconfig');
-  fs.writeFileSync(
-    file,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'plane', cluster: { server: creds.server, 'certificate-authority-data': creds.ca?.toString('base64') } }],
-      users: [{ name: 'nobody', user: { token: tr.status.token } }],
-      contexts: [{ name: 'nobody', context: { cluster: 'plane', user: 'nobody' } }],
-      'current-context': 'nobody',
-    }),
-  );
-  return file;
-}
-
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mesh-describe-'));
   const env = await kubeTestEnv();
@@ -221,7 +196,7 @@ describe('x describe', () => {
   }, 60_000);
 
   it('a user without rights is told so, exit 1', async () => {
-    const nobody = await powerlessKubeconfig();
+    const nobody = await powerlessKubeconfig(client, kubeconfig, ns, dir);
     for (const argv of [
       ['x', 'describe', 'pod', `ratings-v1-0.${ns}`],
       ['x', 'authz', 'check', `ratings-v1-0.${ns}`],

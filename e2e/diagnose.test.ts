@@ -152,6 +152,19 @@ describe('proxy-config', () => {
     expectGolden(golden, r.stdout);
   });
 
+  it('all --name keeps the listeners that use that route, and lists every route', async () => {
+    const r = await run(['proxy-config', 'all', '-f', file('sidecar.json'), '--name', 'echo.default.svc.cluster.local:7070']);
+    expect(r.code).toBe(0);
+    const destinations = r.stdout.split('\n').filter((l) => /^\S+\s+\d+\s+.*(Route|Cluster|Non-HTTP)/.test(l) && !/^(NAME|SERVICE)/.test(l)).map((l) => l.split(/\s{2,}/).at(-1));
+    expect(destinations).toEqual(['Route: echo.default.svc.cluster.local:7070']);
+    const routeNames = new Set(r.stdout.split('\n').filter((l) => /\sallow_any\s/.test(l)).map((l) => l.split(/\s+/)[0]));
+    expect([...routeNames].sort()).toEqual(['7070', '9080', 'echo.default.svc.cluster.local:7070', 'ratings.default.svc.cluster.local:9080']);
+    const json = await run(['proxy-config', 'all', '-o', 'json', '-f', file('sidecar.json'), '--name', '9080']);
+    const doc = JSON.parse(json.stdout) as { listeners: Array<{ name: string }>; routes: Array<{ name: string }> };
+    expect(doc.listeners.map((l) => l.name)).toEqual(['0.0.0.0_9080']);
+    expect(doc.routes).toHaveLength(4);
+  });
+
   it('-o json gives the matching resources', async () => {
     const r = await run(['proxy-config', '-o', 'json', 'cluster', '-f', file('sidecar.json'), '--subset', 'v2']);
     expect(r.code).toBe(0);

@@ -105,7 +105,7 @@ describe('meshctl x create-remote-secret', () => {
     ['malformed plug-in config', ['--auth-type', 'plugin', '--auth-plugin-name', 'p', '--auth-plugin-config', 'novalue'], /--auth-plugin-config: "novalue" is not <key>=<value>/],
     ['an unknown type', ['--type', 'other'], /--type <type>' argument 'other' is invalid\. Allowed choices are remote, config/],
     ['a bad cluster name', ['--name', 'a b'], /--name: "a b" is not a cluster ID/],
-    ['--manifests', ['-d', 'charts/'], /--manifests: not supported by create-remote-secret yet/],
+    ['--manifests', ['-d', 'charts/'], /^error: --manifests: not supported; create-remote-secret uses its built-in service account and role and reads no charts$/m],
     ['an unknown token Secret', ['--secret-name', 'nope'], /--secret-name: secret \S+\/nope not found/],
   ])('%s ends with a clear message and exit 1', async (_what, extra, message) => {
     const r = await run(['x', 'create-remote-secret', '-c', kubeconfig, '-i', ns!, ...extra]);

@@ -592,8 +592,15 @@ export class DiscoveryServer {
     if (conn.closed) return;
     this.deps.metrics.queueTime.observe((Date.now() - enqueuedAt) / 1000);
     const affected = affectedTypes(req, conn.proxy.type);
+    // The request covers every change up to the current snapshot (later ones queue behind it): a
+    // type it does not reach is the same in that snapshot, so a client holding it holds the snapshot.
+    const model = this.deps.model();
+    const untouched = [...conn.watches].filter(([typeUrl]) => !affected.has(typeUrl as XdsTypeUrl)).map(([, watch]) => [watch, watch.snapshotSent] as const);
     const types = PUSH_ORDER.filter((t) => conn.watches.has(t) && affected.has(t));
     await this.pushTypes(conn, types, req, false, slot);
+    // Told after the push, not before: observers learn of the snapshot from the same model event,
+    // after this push was queued. A type the client asked for again meanwhile has its own answer.
+    for (const [watch, sent] of untouched) if (!conn.closed && watch.snapshotSent === sent) this.unchangedAt(conn, watch, model);
   }
 
   /**

@@ -11,6 +11,8 @@ import path from 'node:path';
 import { importance, timeWindow, withinWindow } from '../../src/cli/meshctl/bugreport/logs.js';
 import { DEFAULT_EXCLUDE, deploymentOf, parseSelection, selected } from '../../src/cli/meshctl/bugreport/select.js';
 import { writeTarGz } from '../../src/cli/meshctl/bugreport/tar.js';
+import { main as meshctl } from '../../src/cli/meshctl.js';
+import { captureIO } from './capture.js';
 
 const pod = (over: Partial<{ namespace: string; name: string; deployment: string; labels: Record<string, string>; annotations: Record<string, string> }> = {}) => ({
   namespace: 'shop',
@@ -53,6 +55,34 @@ describe('--include / --exclude', () => {
     ['////ap*=x', /label keys cannot use \*/],
   ])('refuses %s', (text, message) => {
     expect(() => parseSelection(text, '--include')).toThrow(message);
+  });
+});
+
+describe('--include / --exclude on the command line', () => {
+  // the values are read before the cluster is asked anything: a malformed one ends the run here
+  const run = async (...argv: string[]) => {
+    const c = captureIO({ KUBECONFIG: '/nonexistent/kubeconfig', HOME: '/nonexistent' });
+    const code = await meshctl(['bug-report', ...argv], c.io);
+    return { code, stderr: c.stderr() };
+  };
+
+  it('keeps a value whole: the commas of a part are its alternatives, not new specs', async () => {
+    const r = await run('--include', 'ns1,ns2/a/b/c/d/e/f', '--dry-run');
+    expect(r.stderr).toMatch(/^error: --include: "ns1,ns2\/a\/b\/c\/d\/e\/f" has 7 parts/);
+    expect(r.code).toBe(1);
+  });
+
+  it('keeps a label list whole, so every pair of it is checked', async () => {
+    const r = await run('--exclude', 'shop////app=a,version', '--dry-run');
+    expect(r.stderr).toMatch(/^error: --exclude: "shop\/\/\/\/app=a,version": label "version" is not key=value/);
+    expect(r.code).toBe(1);
+  });
+
+  it('a well-formed label list gets past parsing (to the missing kubeconfig)', async () => {
+    const r = await run('--include', 'shop,web////app=a,version=v1', '--exclude', 'shop//legacy-*,old-*', '--dry-run');
+    expect(r.stderr).not.toMatch(/--include|--exclude/);
+    expect(r.stderr).toMatch(/kubeconfig/i);
+    expect(r.code).toBe(1);
   });
 });
 

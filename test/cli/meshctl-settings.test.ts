@@ -162,3 +162,11 @@ describe('meshctl settings errors', () => {
     expect((await run(['options', '--vklog=-2'])).stderr).toBe('error: --vklog: -2 is out of range: must be at least 0\n');
   });
 });
+
+describe('the xDS connection flags in help', () => {
+  it.each([['x', 'proxy-status'], ['x', 'internal-debug'], ['x', 'version']])('%s %s shows --xds-port with its default, 15012', async (...argv) => {
+    const c = captureIO({ HOME: home });
+    expect(await meshctl([...argv, '--help'], c.io)).toBe(0);
+    expect(c.stdout()).toMatch(/--xds-port <port>\s+xDS\s+port\s+of\s+control-plane\s+pods\.\s+\(default:\s+"15012"\)/);
+  });
+});

@@ -3,10 +3,10 @@
  * test file, the project's CRDs applied with server-side apply, and waiting for a condition.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { KubeClient, type KubeClientOptions } from '../../src/kube/client.js';
 import type { InformerEvent, KubeObject } from '../../src/kube/types.js';
 import { ensureCluster, readKubeconfig, type KubeconfigCredentials, type LocalCluster } from '../support/cluster.js';
@@ -40,6 +40,33 @@ export async function createNamespace(client: KubeClient, prefix: string): Promi
 
 export async function deleteNamespace(client: KubeClient, name: string | undefined): Promise<void> {
   if (name) await client.delete({ apiVersion: 'v1', kind: 'Namespace', name }).catch(() => undefined);
+}
+
+/**
+ * A kubeconfig of a user without any RBAC on the local plane (the token of a fresh service account
+ * `nobody` of `namespace`), written to `<dir>/nobody.kubeconfig`: every request it makes is forbidden.
+ */
+export async function powerlessKubeconfig(client: KubeClient, kubeconfig: string, namespace: string, dir: string): Promise<string> {
+  await client.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'nobody', namespace } });
+  const tr = await client.request<{ status: { token: string } }>({
+    method: 'POST',
+    path: `/api/v1/namespaces/${namespace}/serviceaccounts/nobody/token`,
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 1800 } },
+  });
+  const creds = await readKubeconfig(kubeconfig);
+  const file = join(dir, 'nobody.kubeconfig');
+  await writeFile(
+    file,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'plane', cluster: { server: creds.server, 'certificate-authority-data': creds.ca?.toString('base64') } }],
+      users: [{ name: 'nobody', user: { token: tr.status.token } }],
+      contexts: [{ name: 'nobody', context: { cluster: 'plane', user: 'nobody' } }],
+      'current-context': 'nobody',
+    }),
+  );
+  return file;
 }
 
 interface Crd extends KubeObject {

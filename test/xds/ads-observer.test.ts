@@ -77,6 +77,33 @@ describe('ADS observer: acked', () => {
     expect(acked[1]).toEqual({ proxy: grpcNode().id, typeUrl: TypeUrl.Route, version: after });
   });
 
+  it('after a change, reports the new version at once for a type the change cannot reach', async () => {
+    const acked: Acked[] = [];
+    const harness = await start(echoRoute('1s'), acked, []);
+    const s = harness.sotw(grpcNode());
+    const cluster = `outbound|7070||${ECHO}`;
+    for (const [typeUrl, names] of [[TypeUrl.Listener, [LISTENER]], [TypeUrl.Route, [LISTENER]], [TypeUrl.Cluster, [cluster]]] as const) {
+      s.send({ typeUrl, names: [...names] });
+      const res = await s.next();
+      expect(res.resources).toHaveLength(1);
+      s.ack(res, [...names]);
+    }
+    await eventually('three ACKs', () => acked.length === 3, { timeoutMs: 3000 });
+
+    acked.length = 0;
+    // a VirtualService edit reaches listeners and routes only: clusters are not regenerated, and
+    // the proxy holds the new snapshot's clusters already (else it would never count as up to date)
+    await harness.change(echoRoute('7s'), { origin: 'test.yaml' });
+    const after = harness.tm.model.current().push.version;
+    expect(acked).toEqual(
+      expect.arrayContaining([
+        { proxy: grpcNode().id, typeUrl: TypeUrl.Cluster, version: after },
+        { proxy: grpcNode().id, typeUrl: TypeUrl.Listener, version: after },
+      ]),
+    );
+    expect(acked.map((a) => a.typeUrl)).not.toContain(TypeUrl.Route); // sent, not yet ACKed
+  });
+
   it('keeps the stream working when the observer throws', async () => {
     h = await startAds(echoRoute('1s'), {
       observer: {

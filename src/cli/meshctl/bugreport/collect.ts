@@ -216,6 +216,8 @@ export async function collectBugReport(input: BugReportInput): Promise<BugReport
       planned.push('every mesh config object and the mesh ConfigMap');
       for (const p of meshd) for (const c of p.containers) planned.push(`logs of meshd ${p.namespace}/${p.name} container ${c}`);
       planned.push(`meshd debug views over the xDS debug channel: ${DEBUG_VIEWS.join(', ')}`);
+      const specs = (list: readonly SelectionSpec[]): string => (list.length === 0 ? 'none' : list.map((s) => JSON.stringify(s.text)).join(' '));
+      planned.push(`proxy logs selected by --include ${input.include.length === 0 ? 'all' : specs(input.include)}, --exclude ${specs(input.exclude)}`);
       for (const p of proxies) {
         for (const c of p.containers) planned.push(`logs of ${p.namespace}/${p.name} container ${c}`);
         planned.push(`config dump of ${p.namespace}/${p.name}: its admin port and meshd's view`);

@@ -19,7 +19,7 @@ export interface SelectionSpec {
 }
 
 /** The default `--exclude`: the orchestrator's system namespaces. */
-export const DEFAULT_EXCLUDE = ['kube-system,kube-public,kube-node-lease,local-path-storage'];
+export const DEFAULT_EXCLUDE: readonly string[] = ['kube-system,kube-public,kube-node-lease,local-path-storage'];
 
 const list = (part: string | undefined): string[] =>
   (part ?? '')

@@ -12,9 +12,10 @@ import { addVersionFlags, parseVersionOutput, renderVersionDocument, versionLine
 import { durationFlag } from '../diag/flags.js';
 import { globalOptions } from '../global-flags.js';
 import { kubeClientFor } from '../kube.js';
-import { collectSlice } from './install.js';
+import { DEFAULT_EXCLUDE } from '../bugreport/select.js';
+import { collectReplacingDefault, collectSlice } from './install.js';
 
-const DEFAULT_EXCLUDE = ['kube-system,kube-public,kube-node-lease,local-path-storage'];
+const NO_INCLUDE: readonly string[] = [];
 const ARCHIVE = 'bug-report.tar.gz';
 
 interface Flags {
@@ -40,11 +41,19 @@ function addFlags(cmd: Command): Command {
     .addOption(boolOption('--dry-run', 'Only print what would be collected.'))
     .addOption(new Option('--duration <duration>', 'How far back from --end-time logs are taken (0s: no limit); not with --start-time.').default('0s'))
     .option('--end-time <time>', 'End of the log window (RFC 3339; default now).')
-    .addOption(new Option('--exclude <specs>', 'Proxy logs to leave out: ns/dep/pod/container/labels/annotations.').argParser(collectSlice).default(DEFAULT_EXCLUDE))
+    .addOption(
+      new Option('--exclude <spec>', 'Proxy logs to leave out: ns/dep/pod/container/labels/annotations, commas within a part; repeatable, each value one spec; a value replaces the default.')
+        .argParser(collectReplacingDefault(DEFAULT_EXCLUDE))
+        .default(DEFAULT_EXCLUDE),
+    )
     .option('-f, --filename <file>', 'YAML file of these settings (keys as the flags in camelCase), applied over the flags.')
     .addOption(boolOption('--full-secrets', 'Include Secret contents: refused, reports never hold Secret data.'))
     .addOption(new Option('--ignore-errs <globs>', 'Glob patterns of log lines not counted as errors in summary.json.').argParser(collectSlice).default([]))
-    .addOption(new Option('--include <specs>', 'Proxy logs to include: ns/dep/pod/container/labels/annotations (default all).').argParser(collectSlice).default([]))
+    .addOption(
+      new Option('--include <spec>', 'Proxy logs to include: ns/dep/pod/container/labels/annotations, commas within a part; repeatable, each value one spec (default all).')
+        .argParser(collectReplacingDefault(NO_INCLUDE))
+        .default(NO_INCLUDE),
+    )
     .addOption(new Option('--istio-namespace <namespace>', 'Namespace of the control plane.').default('mesh-system'))
     .option('--start-time <time>', 'Start of the log window (RFC 3339; default the infinite past); not with --duration.')
     .addOption(new Option('--timeout <duration>', 'Longest time spent fetching; what was captured by then is archived.').default('30m0s'));

@@ -32,7 +32,7 @@ export function register(parent: Command, cli: Cli): Command {
     .option('--auth-plugin-name <name>', 'Authenticator plug-in name; needs --auth-type=plugin.')
     .addOption(new Option('--auth-type <type>', 'How the other cluster authenticates: bearer-token or plugin.').choices(['bearer-token', 'plugin']).default('bearer-token'))
     .addOption(boolOption('--create-service-account', 'Create the service account (and its read-only role) when it is missing.'))
-    .option('-d, --manifests <dir>', 'Charts and profiles directory or release URL (not supported by this command yet).')
+    .option('-d, --manifests <dir>', 'Charts and profiles directory or release URL (not supported: the service account and role are built in; giving it is refused).')
     .option('--name <name>', 'ID of this cluster (default: the UID of the kube-system namespace).')
     .option('--secret-name <name>', 'The token Secret to use when the service account has several.')
     .option('--server <address>', 'Address of this cluster\'s API server as the other cluster reaches it (default: the one of the kubeconfig).')
@@ -40,7 +40,7 @@ export function register(parent: Command, cli: Cli): Command {
     .addOption(new Option('--type <type>', 'Secret type: remote or config.').choices(['remote', 'config']).default('remote'))
     .action(
       cli.action(async (opts: Flags, self: Command) => {
-        if (opts.manifests !== undefined) throw new CliError('--manifests: not supported by create-remote-secret yet (the built-in charts are used)');
+        if (opts.manifests !== undefined) throw new CliError('--manifests: not supported; create-remote-secret uses its built-in service account and role and reads no charts');
         const { checkRemoteSecretInput, parseStringMap, remoteSecret } = await import('../diag/run-remote-secret.js');
         const globals = globalOptions(self);
         const input = {

@@ -6,7 +6,9 @@
  *   controlz [<type>/]<name>[.<namespace>] | -l <selector>   ControlZ of a meshd pod (--ctrlz_port 9876);
  *                                                            namespace: -n, else the mesh namespace
  *   proxy    [<type>/]<name>[.<namespace>] | -l <selector>   the admin UI of a proxy (port 15000);
- *                                                            namespace: -n, else default
+ *                                                            namespace: -n, else the mesh namespace
+ *                                                            (spec part 1: under dashboard, -n
+ *                                                            defaults to mesh-system)
  *
  *   viz | topology | metrics | trace-a | trace-b | trace-c          an addon's web UI: its pod found by the
  *                                                            addon's labels (../diag/addons.ts) in -n,
@@ -75,15 +77,15 @@ export function register(program: Command, cli: Cli): Command {
     .addOption(boolOption('--browser', 'Open a browser on the forwarded port; --browser=false only prints its URL.', true))
     .addOption(new Option('-p, --port <port>', 'Local port to listen on (0 picks a free one).').default('0'));
 
-  const subcommands: ReadonlyArray<{ name: string; description: string; what: string; defaultNamespace: (g: ReturnType<typeof globalOptions>) => string; ctrlz: boolean }> = [
-    { name: 'controlz', description: 'Opens the ControlZ page of a meshd pod.', what: 'ControlZ', defaultNamespace: (g) => g.meshNamespace, ctrlz: true },
-    { name: 'proxy', description: 'Opens the admin UI of a proxy.', what: 'proxy admin', defaultNamespace: () => 'default', ctrlz: false },
+  const subcommands: ReadonlyArray<{ name: string; description: string; what: string; ctrlz: boolean }> = [
+    { name: 'controlz', description: 'Opens the ControlZ page of a meshd pod.', what: 'ControlZ', ctrlz: true },
+    { name: 'proxy', description: 'Opens the admin UI of a proxy.', what: 'proxy admin', ctrlz: false },
   ];
   for (const s of subcommands) {
     const cmd = group
       .command(s.name)
       .description(s.description)
-      .argument('[pod]', 'The pod, as [<type>/]<name>[.<namespace>] (or -l/--selector).')
+      .argument('[pod]', 'The pod, as [<type>/]<name>[.<namespace>] (or -l/--selector); the namespace defaults to -n, else the mesh namespace.')
       .option('-l, --selector <selector>', 'Label selector: the first running pod it matches.');
     if (s.ctrlz) cmd.option('--ctrlz_port <port>', 'ControlZ port of the meshd pod.', String(DEFAULT_CTRLZ_PORT));
     cmd.action(
@@ -95,7 +97,8 @@ export function register(program: Command, cli: Cli): Command {
         const podPort = s.ctrlz ? portFlag('--ctrlz_port', opts.ctrlz_port ?? String(DEFAULT_CTRLZ_PORT)) : PROXY_ADMIN_PORT;
         if (pod !== undefined && opts.selector !== undefined) throw new CliError('give a pod or -l/--selector, not both');
         if (pod === undefined && !opts.selector) throw new CliError(`name a pod ([<type>/]<name>[.<namespace>]) or give -l/--selector`);
-        const namespace = globals.namespace || s.defaultNamespace(globals);
+        // under dashboard, -n defaults to the mesh namespace (mesh-system) for every subcommand
+        const namespace = globals.namespace || globals.meshNamespace;
         const ref = pod !== undefined ? parsePodRef(pod, namespace) : undefined;
         const stop = interrupted();
         try {

@@ -13,6 +13,15 @@ import { kubeClientFor } from '../kube.js';
 export const collectSlice = (value: string, previous: string[]): string[] => [...previous, ...value.split(',').filter((v) => v !== '')];
 /** stringArray: repeatable, taken whole. */
 export const collectArray = (value: string, previous: string[]): string[] => [...previous, value];
+/**
+ * A repeatable flag whose values are taken whole (their commas are their own) and whose default
+ * list is replaced by the first value given instead of added to. Give the same array to
+ * `.default()`: the default is recognised by identity.
+ */
+export const collectReplacingDefault =
+  (defaults: readonly string[]) =>
+  (value: string, previous: readonly string[]): string[] =>
+    previous === defaults ? [value] : [...previous, value];
 
 export const DEFAULT_READINESS_TIMEOUT = '5m0s';
 

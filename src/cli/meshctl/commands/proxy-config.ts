@@ -71,7 +71,8 @@ export function register(program: Command, cli: Cli): Command {
 
   for (const s of SECTIONS) {
     const cmd = group.command(s.name).aliases(s.aliases).description(s.description).argument('[pod]', 'The proxy, as [<type>/]<name>[.<namespace>] (not with --file).');
-    for (const f of s.flags) cmd.addOption(FLAG_OPTIONS[f]());
+    // under `all`, --name selects listeners by the route name they use (spec part 2)
+    for (const f of s.flags) cmd.addOption(s.name === 'all' && f === 'name' ? new Option('--name <name>', 'Filter listeners by the route name their HTTP chains use.') : FLAG_OPTIONS[f]());
     cmd.action(
       cli.action(async (pod: string | undefined, _o: unknown, self: Command) => {
         const opts = self.optsWithGlobals<SectionOpts>();

@@ -141,6 +141,8 @@ export interface ListenerFilter {
   readonly address?: string;
   readonly port?: number;
   readonly type?: string;
+  /** Listeners whose HTTP chains use this route configuration (`proxy-config all --name`). */
+  readonly routeName?: string;
 }
 
 function socket(l: Json): { address: string; port: string } {
@@ -200,7 +202,13 @@ export function listenerRows(dump: ConfigDump, f: ListenerFilter = {}): Listener
     }
   }
   return rows
-    .filter((r) => (!f.address || r.address === f.address) && (!f.port || r.port === String(f.port)) && (!f.type || r.type === f.type.toUpperCase()))
+    .filter(
+      (r) =>
+        (!f.address || r.address === f.address) &&
+        (!f.port || r.port === String(f.port)) &&
+        (!f.type || r.type === f.type.toUpperCase()) &&
+        (!f.routeName || r.destination === `Route: ${f.routeName}` || r.destination === `Inline Route: ${f.routeName}`),
+    )
     .sort((a, b) => a.address.localeCompare(b.address) || Number(a.port || 0) - Number(b.port || 0) || a.name.localeCompare(b.name) || a.match.localeCompare(b.match));
 }
 

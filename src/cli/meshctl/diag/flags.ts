@@ -16,7 +16,7 @@ export function addXdsFlags(cmd: Command): Command {
     .addOption(new Option('--timeout <duration>', 'How long to wait for an answer.').default('30s'))
     .option('--xds-address <host:port>', 'xDS endpoint of one daemon (else every meshd pod of the mesh namespace).')
     .option('--xds-label <selector>', 'Label selector of control-plane pods.')
-    .option('--xds-port <port>', 'xDS port of control-plane pods.')
+    .addOption(new Option('--xds-port <port>', 'xDS port of control-plane pods.').default('15012'))
     .option('-r, --revision <revision>', 'Control plane revision.');
 }
 

@@ -24,7 +24,7 @@ import {
   type ListenerFilter,
 } from './config-dump.js';
 import type { PodRef } from './flags.js';
-import { podHttp } from './port-forward.js';
+import { podHttp, type HttpRequestOptions, type PodHttpReply } from './port-forward.js';
 import { resolvePod, type Pod } from './pods.js';
 import { PROXY_ADMIN_PORT } from './run-proxy-status.js';
 
@@ -70,7 +70,7 @@ function clusterTable(dump: ConfigDump, f: SectionFlags, color: boolean): string
 }
 
 function listenerTable(dump: ConfigDump, f: SectionFlags, color: boolean): string {
-  const rows = listenerRows(dump, { address: f.listenerAddress, port: f.port, type: f.type });
+  const rows = listenerRows(dump, { address: f.listenerAddress, port: f.port, type: f.type, routeName: f.routeName });
   const headers = f.verbose ? ['NAME', 'ADDRESS', 'PORT', 'MATCH', 'DESTINATION'] : ['ADDRESS', 'PORT', 'MATCH', 'DESTINATION'];
   return renderTable(headers, rows.map((r) => (f.verbose ? [r.name, r.address || '-', r.port || '-', r.match, r.destination] : [r.address || '-', r.port || '-', r.match, r.destination])), { color });
 }
@@ -96,7 +96,7 @@ function sectionDocument(dump: ConfigDump, section: Exclude<Section, 'all'>, f: 
     case 'cluster':
       return matchingClusters(dump, clusterRows(dump, f));
     case 'listener':
-      return matchingListeners(dump, listenerRows(dump, { address: f.listenerAddress, port: f.port, type: f.type }));
+      return matchingListeners(dump, listenerRows(dump, { address: f.listenerAddress, port: f.port, type: f.type, routeName: f.routeName }));
     case 'route':
       return matchingRoutes(dump, f.name);
     case 'endpoint': {
@@ -110,7 +110,10 @@ function sectionDocument(dump: ConfigDump, section: Exclude<Section, 'all'>, f: 
   }
 }
 
-export async function runProxyConfig(section: Section, dump: ConfigDump, f: SectionFlags, output: ProxyConfigOutput, color = false): Promise<CommandOutcome> {
+export async function runProxyConfig(section: Section, dump: ConfigDump, flags: SectionFlags, output: ProxyConfigOutput, color = false): Promise<CommandOutcome> {
+  // under `all`, --name selects listeners by the route configuration they use (spec part 2), and
+  // the routes are all listed
+  const f: SectionFlags = section === 'all' ? { ...flags, routeName: flags.name, name: undefined } : flags;
   if (output !== 'short') {
     const doc =
       section === 'all'
@@ -185,10 +188,33 @@ export interface ProxyLogInput {
   readonly output: ProxyConfigOutput;
 }
 
-/** Reads (and with --level or --reset first sets) the log levels of one proxy, or of every pod `-l` selects. */
-export async function runProxyLog(client: () => Promise<KubeClient>, input: ProxyLogInput): Promise<CommandOutcome> {
-  const updates = input.reset ? ['level=warning'] : input.level ? parseProxyLogLevels(input.level) : [];
+/** One request to a proxy's admin port: the pod, a path and options, the reply back. */
+export type ProxyAdminCall = (pod: { readonly namespace: string; readonly name: string }, path: string, options?: HttpRequestOptions) => Promise<PodHttpReply>;
+
+/** The admin `/logging` queries of `--level`/`--reset` (`--reset` sets every logger to warning). */
+export function proxyLogUpdates(input: Pick<ProxyLogInput, 'level' | 'reset'>): string[] {
   if (input.reset && input.level) throw new CliError('--reset and --level cannot be combined');
+  return input.reset ? ['level=warning'] : input.level ? parseProxyLogLevels(input.level) : [];
+}
+
+/** Sends `updates` to each pod's admin `/logging`, then reads its levels back: pod key → logger → level. */
+export async function applyProxyLog(call: ProxyAdminCall, pods: ReadonlyArray<{ namespace: string; name: string }>, updates: readonly string[]): Promise<Record<string, Record<string, string>>> {
+  const results: Record<string, Record<string, string>> = {};
+  for (const pod of pods) {
+    const post = async (path: string): Promise<string> => {
+      const r = await call(pod, path, { method: 'POST' });
+      if (r.status !== 200) throw new CliError(`proxy ${pod.name}.${pod.namespace}: POST ${path} answered HTTP ${r.status}${r.body.trim() ? `: ${r.body.trim().split('\n')[0]}` : ''}`);
+      return r.body;
+    };
+    for (const q of updates) await post(`/logging?${q}`);
+    results[`${pod.name}.${pod.namespace}`] = parseLoggingReply(await post('/logging'));
+  }
+  return results;
+}
+
+/** Reads (and with --level or --reset first sets) the log levels of one proxy, or of every pod `-l` selects. */
+export async function runProxyLog(client: () => Promise<KubeClient>, input: ProxyLogInput, call?: ProxyAdminCall): Promise<CommandOutcome> {
+  const updates = proxyLogUpdates(input);
   const kube = await client();
   let pods: Array<{ namespace: string; name: string }>;
   if (input.ref) {
@@ -199,16 +225,7 @@ export async function runProxyLog(client: () => Promise<KubeClient>, input: Prox
     pods = list.items.map((p) => ({ namespace: p.metadata?.namespace ?? input.namespace, name: p.metadata?.name ?? '' }));
     if (pods.length === 0) throw new CliError(`no pod matches ${input.selector} in namespace ${input.namespace}`);
   } else throw new CliError('name a proxy or give -l/--selector');
-  const results: Record<string, Record<string, string>> = {};
-  for (const pod of pods) {
-    for (const q of updates) {
-      const r = await podHttp(kube, pod, PROXY_ADMIN_PORT, `/logging?${q}`, { method: 'POST' });
-      if (r.status !== 200) throw new CliError(`proxy ${pod.name}.${pod.namespace}: /logging?${q} answered HTTP ${r.status}`);
-    }
-    const r = await podHttp(kube, pod, PROXY_ADMIN_PORT, '/logging', { method: 'POST' });
-    if (r.status !== 200) throw new CliError(`proxy ${pod.name}.${pod.namespace}: /logging answered HTTP ${r.status}`);
-    results[`${pod.name}.${pod.namespace}`] = parseLoggingReply(r.body);
-  }
+  const results = await applyProxyLog(call ?? ((pod, path, options) => podHttp(kube, pod, PROXY_ADMIN_PORT, path, options)), pods, updates);
   if (input.output !== 'short') return { stdout: await renderDocument(results, input.output) };
   const rows = Object.entries(results).flatMap(([pod, levels]) => Object.entries(levels).map(([logger, level]) => [pod, logger, level]));
   return { stdout: renderTable(['PROXY', 'LOGGER', 'LEVEL'], rows) };

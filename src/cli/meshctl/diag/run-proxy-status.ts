@@ -183,6 +183,14 @@ export interface ProxyDiffInput {
 export async function runProxyStatusDiff(flags: XdsConnectFlags, client: (() => Promise<KubeClient>) | undefined, input: ProxyDiffInput): Promise<CommandOutcome> {
   const { ref } = input;
   const workload = `${ref.name}.${ref.namespace}`;
+  // the pod first: a pod that does not exist, or that this user may not read, is the answer
+  // whatever meshd would say
+  let pod: { readonly kube: KubeClient; readonly name: string } | undefined;
+  if (!input.file) {
+    if (!client) throw new CliError(`reading proxy ${workload} needs a cluster (or --file with its config dump)`);
+    const kube = await client();
+    pod = { kube, name: (await resolvePod(kube, ref)).metadata?.name ?? ref.name };
+  }
   const targets = await resolveTargets(flags, client);
   const sync = answered(await queryDebug<SyncEntry[]>(flags, targets, 'syncz', {}, client));
   const holder = sync.find((r) => r.body.some((e) => e.workload === workload || e.proxy === ref.name));
@@ -191,15 +199,12 @@ export async function runProxyStatusDiff(flags: XdsConnectFlags, client: (() => 
   const [meshdAnswer] = answered(await queryDebug<unknown>(flags, [holder.target], 'config_dump', { proxyID: entry.proxy, format: 'envoy' }, client));
   const meshd = parseConfigDump(JSON.stringify(meshdAnswer.body), `meshd ${holder.target.name}`);
   let proxyText: string;
-  if (input.file) {
-    proxyText = await readFile(input.file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+  if (!pod) {
+    proxyText = await readFile(input.file!, 'utf8').catch((err: NodeJS.ErrnoException) => {
       throw new CliError(`--file: cannot read ${input.file}: ${err.code ?? err.message}`);
     });
   } else {
-    if (!client) throw new CliError(`reading proxy ${workload} needs a cluster (or --file with its config dump)`);
-    const kube = await client();
-    const pod = await resolvePod(kube, ref);
-    const res = await podHttp(kube, { namespace: ref.namespace, name: pod.metadata?.name ?? ref.name }, PROXY_ADMIN_PORT, '/config_dump');
+    const res = await podHttp(pod.kube, { namespace: ref.namespace, name: pod.name }, PROXY_ADMIN_PORT, '/config_dump');
     if (res.status !== 200) throw new CliError(`proxy ${workload}: /config_dump answered HTTP ${res.status}`);
     proxyText = res.body;
   }

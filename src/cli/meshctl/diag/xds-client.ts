@@ -18,12 +18,14 @@
  *
  * Every failure is a CliError naming the daemon and the reason (unreachable, refused, timeout).
  */
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { DiscoveryRequest, DiscoveryResponse } from '../../../gen/envoy/service/discovery/v3/discovery.js';
 import { StringValue } from '../../../gen/google/protobuf/wrappers.js';
 import path from 'node:path';
 import type { KubeClient } from '../../../kube/client.js';
+import { parseSpiffeId } from '../../../security/spiffe.js';
 import { CliError } from '../../runner.js';
 import type { GlobalOptions } from '../global-flags.js';
 
@@ -105,6 +107,24 @@ interface Credentials {
   readonly channel: grpc.ChannelCredentials;
   readonly token?: string;
   readonly options: Record<string, string | number>;
+  /** The namespace of the node meshctl announces (default the mesh namespace). */
+  readonly nodeNamespace?: string;
+}
+
+/**
+ * The namespace of the SPIFFE identity in the leaf of `chain`, if any. meshctl speaks as a node of
+ * its own identity's namespace, so that a daemon which checks that a stream's node matches its
+ * identity lets the stream reach the debug views' own rule (and its message) instead of refusing
+ * a node name meshctl made up.
+ */
+function identityNamespace(chain: Buffer): string | undefined {
+  try {
+    const san = new X509Certificate(chain).subjectAltName ?? '';
+    for (const entry of san.split(/,\s*/)) if (entry.startsWith('URI:')) return parseSpiffeId(entry.slice(4))?.namespace;
+  } catch {
+    // not a certificate: the TLS handshake says so with its own words
+  }
+  return undefined;
 }
 
 async function readCertDir(dir: string): Promise<{ root: Buffer; key: Buffer; chain: Buffer }> {
@@ -142,7 +162,7 @@ async function credentials(flags: XdsConnectFlags, client: (() => Promise<KubeCl
   const verify = flags.insecure ? { checkServerIdentity: () => undefined, rejectUnauthorized: false } : {};
   if (flags.certDir) {
     const c = await readCertDir(flags.certDir);
-    return { channel: grpc.credentials.createSsl(flags.insecure ? null : c.root, c.key, c.chain, verify), options };
+    return { channel: grpc.credentials.createSsl(flags.insecure ? null : c.root, c.key, c.chain, verify), options, nodeNamespace: identityNamespace(c.chain) };
   }
   if (!client) throw new CliError('token mode needs a cluster: give --cert-dir, or --plaintext for a plaintext port');
   const { token, root } = await tokenMode(await client(), flags.meshNamespace, flags.timeoutMs);
@@ -175,7 +195,7 @@ async function askOne<T>(target: XdsTarget, typeUrl: string, creds: Credentials,
   const client = new grpc.Client(target.address, creds.channel, creds.options);
   const metadata = new grpc.Metadata();
   if (creds.token) metadata.set('authorization', `Bearer ${creds.token}`);
-  const node = nodeOf(flags.meshNamespace);
+  const node = nodeOf(creds.nodeNamespace ?? flags.meshNamespace);
   return new Promise<DebugResult<T>>((resolve) => {
     let settled = false;
     const call = client.makeBidiStreamRequest<Uint8Array, Buffer>(ADS_METHOD, (m) => Buffer.from(m), (b) => b, metadata, { deadline: Date.now() + flags.timeoutMs });
@@ -202,13 +222,32 @@ async function askOne<T>(target: XdsTarget, typeUrl: string, creds: Credentials,
         err.code === grpc.status.DEADLINE_EXCEEDED
           ? `no answer within ${flags.timeoutMs / 1000}s`
           : err.code === grpc.status.UNAVAILABLE
-            ? `unreachable (${err.details || err.message})`
+            ? unavailableReason(err.details || err.message, flags)
             : `${err.details || err.message}${code ? ` (${code})` : ''}`;
       done({ target, error: reason });
     });
     call.on('end', () => done({ target, error: 'the stream ended without an answer' }));
     call.write(DiscoveryRequest.encode(DiscoveryRequest.fromPartial({ node: { id: node.id, metadata: node.metadata }, typeUrl })).finish());
   });
+}
+
+/**
+ * Why a daemon could not be reached, in the user's terms: the transport's own reason without
+ * grpc-js' wrapping, and for a failed TLS handshake what was checked and the flags that change it.
+ */
+export function unavailableReason(details: string, flags: Pick<XdsConnectFlags, 'plaintext' | 'insecure' | 'certDir' | 'authority' | 'meshNamespace'>): string {
+  const reason = details
+    .replace(/^No connection established\. Last error: /, '')
+    .replace(/^Error: /, '')
+    .replace(/\.? ?Resolution note: .*$/s, '')
+    .trim();
+  if (!flags.plaintext && /certificate|altnames|SSL|TLS|handshake|self.signed/i.test(reason)) {
+    const name = flags.authority || `meshd.${flags.meshNamespace}.svc`;
+    const roots = flags.certDir ? `${path.join(flags.certDir, 'root-cert.pem')} (--cert-dir)` : `ConfigMap ${flags.meshNamespace}/${ROOT_CONFIGMAP}`;
+    return `TLS handshake failed: ${reason} (meshd's certificate was checked against the roots of ${roots} and for the name ${name}${flags.authority ? ' (--authority)' : ''}; --insecure skips both checks)`;
+  }
+  if (flags.plaintext && !/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH/.test(reason)) return `unreachable (${reason}); --plaintext speaks HTTP/2 without TLS, which a TLS port (15012) does not answer`;
+  return `unreachable (${reason})`;
 }
 
 /** The answers, or a CliError when no daemon answered (naming each one's reason). */
