@@ -402,6 +402,7 @@ async function openDaemonMeshSources(cfg: DaemonConfig, logs: DaemonLoggers, met
     networksConfigFile: cfg.networksConfigFile,
     base: { domain: cfg.domain, clusterId: cfg.clusterId },
     log: logs.main,
+    onFileLost: (file) => metrics.meshConfigLost.inc({ file }),
     cluster: cfg.registries.includes('Cluster')
       ? {
           client: async () => (client ??= (await KubeClient.create({ kubeconfig: cfg.cluster.kubeconfig || undefined, qps: cfg.cluster.qps, burst: cfg.cluster.burst, userAgent: 'mesh-discovery' })).client),
