@@ -93,18 +93,18 @@ describe('a --networksConfig file that cannot be read', () => {
       onFileLost: (f) => lost.push(f),
     });
     try {
-      expect(Object.keys(sources.networks.current().networks)).toEqual(['net1']);
+      expect(Object.keys(sources.networks.current().networks ?? {})).toEqual(['net1']);
       // unreadable (a directory where the file was: EISDIR; the tests run as root, so a mode would not do)
       await rm(networksFile);
       await mkdir(networksFile);
       await eventually('the fault to be reported', () => lost.length > 0, { timeoutMs: 10_000 });
       expect(lost).toEqual(['networksConfig']);
       expect(lines.join('')).toMatch(/"level":50[^\n]*mesh networks file [^\n]*cannot be read \((EISDIR|ENOENT)\)/);
-      expect(Object.keys(sources.networks.current().networks)).toEqual(['net1']);
+      expect(Object.keys(sources.networks.current().networks ?? {})).toEqual(['net1']);
       // back, with other content: read again
       await rm(networksFile, { recursive: true });
       await writeFile(networksFile, 'networks:\n  net2:\n    endpoints: [{ fromRegistry: Kubernetes }]\n    gateways: [{ address: 1.2.3.5, port: 15443 }]\n');
-      await eventually('the file to be read again', () => Object.keys(sources.networks.current().networks)[0] === 'net2', { timeoutMs: 10_000 });
+      await eventually('the file to be read again', () => Object.keys(sources.networks.current().networks ?? {})[0] === 'net2', { timeoutMs: 10_000 });
       expect(lost).toEqual(['networksConfig']);
     } finally {
       await sources.stop();
