@@ -376,7 +376,11 @@ function distributionLookup(tracker: DistributionTracker): DistributionLookup {
 async function startControlZ(cfg: DaemonConfig, metrics: Metrics, logs: DaemonLoggers): Promise<{ controlz: ControlZ; port: number } | undefined> {
   const addr = cfg.ctrlz!;
   const controlz = createControlZ(
-    { metrics: async () => ({ contentType: metrics.registry.contentType, text: await metrics.registry.metrics() }), profile: cfg.profile ?? false },
+    {
+      metrics: async () => ({ contentType: metrics.registry.contentType, text: await metrics.registry.metrics() }),
+      profile: cfg.profile ?? false,
+      silentClosed: () => metrics.halfOpenClosed.inc({ listener: 'ctrlz' }),
+    },
     addr.host,
   );
   try {
