@@ -47,6 +47,23 @@ export interface HostileSpec {
   readonly flood?: { readonly sotw: number; readonly delta: number; readonly names: number; readonly bytes: number };
 }
 
+/**
+ * The load of issue 15's proof on `grpc` and the `http` listeners: 500 stuck streams, departing
+ * proxies with 50,000 names each, a NACK storm, 50 MB bodies and 50 half-open connections per
+ * listener (bench/xds --hostile and test/robust/combined.test.ts run the same).
+ */
+export function issue15Load(grpc: string, http: ReadonlyArray<string>): HostileSpec {
+  return {
+    grpc,
+    http,
+    stuck: 500,
+    departing: { concurrency: 2, names: 50_000 },
+    nackStorm: { concurrency: 2 },
+    oversized: { concurrency: 2, bytes: 50 * 1024 * 1024 },
+    halfOpen: 50,
+  };
+}
+
 export interface HostileStats {
   /** Stuck streams that the server has not closed. */
   readonly stuckOpen: number;

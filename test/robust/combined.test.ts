@@ -8,7 +8,7 @@
  * (about 40 s) and stopping by itself.
  */
 import { jest } from '@jest/globals';
-import { HostileLoad } from '../../bench/xds/hostile.js';
+import { HostileLoad, issue15Load } from '../../bench/xds/hostile.js';
 import { TypeUrl } from '../../src/xds/types.js';
 import { namesOf, SotwStream } from '../support/ads-client.js';
 import { makeConfigDir, startDaemon, type Daemon } from '../support/daemon.js';
@@ -83,15 +83,7 @@ describe('well-behaved proxies beside every hostile client at once', () => {
 
     const baseline = await edits();
 
-    const load = new HostileLoad({
-      grpc: d.grpcAddr,
-      http: [d.httpAddr, d.monitoringAddr],
-      stuck: 500,
-      departing: { concurrency: 2, names: 50_000 },
-      nackStorm: { concurrency: 2 },
-      oversized: { concurrency: 2, bytes: 50 * 1024 * 1024 },
-      halfOpen: 50,
-    });
+    const load = new HostileLoad(issue15Load(d.grpcAddr, [d.httpAddr, d.monitoringAddr]));
     let loaded: number;
     let stats: ReturnType<HostileLoad['stats']>;
     try {
