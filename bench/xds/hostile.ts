@@ -14,9 +14,10 @@ import { request as httpRequest } from 'node:http';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { Node } from '../../src/gen/envoy/config/core/v3/base.js';
-import { DiscoveryRequest, DiscoveryResponse } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
+import { DeltaDiscoveryRequest, DiscoveryRequest, DiscoveryResponse } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
 
 const ADS_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
+const DELTA_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources';
 const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const EDS = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
 const LDS = 'type.googleapis.com/envoy.config.listener.v3.Listener';
@@ -38,6 +39,29 @@ export interface HostileSpec {
   readonly oversized?: { readonly concurrency: number; readonly bytes: number };
   /** TCP connections that send nothing (per listener), and HTTP/2 streams that never send a request. */
   readonly halfOpen?: number;
+  /**
+   * Streams that never read (HTTP/2 window 0) and keep sending requests, each with `names` names of
+   * its own (EDS), as fast as the server takes them: `sotw` state-of-the-world and `delta` delta
+   * streams. Each stream stops after `bytes` bytes were taken by the server.
+   */
+  readonly flood?: { readonly sotw: number; readonly delta: number; readonly names: number; readonly bytes: number };
+}
+
+/**
+ * The load of issue 15's proof on `grpc` and the `http` listeners: 500 stuck streams, departing
+ * proxies with 50,000 names each, a NACK storm, 50 MB bodies and 50 half-open connections per
+ * listener (bench/xds --hostile and test/robust/combined.test.ts run the same).
+ */
+export function issue15Load(grpc: string, http: ReadonlyArray<string>): HostileSpec {
+  return {
+    grpc,
+    http,
+    stuck: 500,
+    departing: { concurrency: 2, names: 50_000 },
+    nackStorm: { concurrency: 2 },
+    oversized: { concurrency: 2, bytes: 50 * 1024 * 1024 },
+    halfOpen: 50,
+  };
 }
 
 export interface HostileStats {
@@ -55,6 +79,11 @@ export interface HostileStats {
   readonly halfOpenClosed: number;
   readonly halfOpenOpen: number;
   readonly halfOpenMaxMs: number;
+  /** Flood streams: requests and bytes the server took (written to the connection), per protocol. */
+  readonly floodTaken: number;
+  readonly floodTakenBytes: { readonly sotw: number; readonly delta: number };
+  /** Flood streams the server ended, by gRPC status (or `reset`). */
+  readonly floodEnded: Readonly<Record<string, number>>;
   readonly errors: number;
   readonly lastError?: string;
 }
@@ -120,6 +149,9 @@ export class HostileLoad {
     halfOpenClosed: 0,
     halfOpenOpen: 0,
     halfOpenMaxMs: 0,
+    floodTaken: 0,
+    floodTakenBytes: { sotw: 0, delta: 0 },
+    floodEnded: {} as Record<string, number>,
     errors: 0,
     lastError: undefined as string | undefined,
   };
@@ -127,7 +159,7 @@ export class HostileLoad {
   constructor(private readonly spec: HostileSpec) {}
 
   stats(): HostileStats {
-    return { ...this.s, oversizedStatus: { ...this.s.oversizedStatus } };
+    return { ...this.s, oversizedStatus: { ...this.s.oversizedStatus }, floodEnded: { ...this.s.floodEnded }, floodTakenBytes: { ...this.s.floodTakenBytes } };
   }
 
   /** Opens the stuck streams and half-open connections, and starts the loops of the others. */
@@ -140,6 +172,11 @@ export class HostileLoad {
     if (n) for (let i = 0; i < n.concurrency; i++) this.loops.push(this.loop(() => this.nackOnce()));
     const o = this.spec.oversized;
     if (o) for (let i = 0; i < o.concurrency; i++) this.loops.push(this.loop(() => this.oversizedOnce(o.bytes, i)));
+    const f = this.spec.flood;
+    if (f) {
+      for (let i = 0; i < f.sotw; i++) this.loops.push(this.flood(false, f.names, f.bytes).catch((e) => this.error(e)));
+      for (let i = 0; i < f.delta; i++) this.loops.push(this.flood(true, f.names, f.bytes).catch((e) => this.error(e)));
+    }
   }
 
   async stop(): Promise<void> {
@@ -305,6 +342,76 @@ export class HostileLoad {
     } finally {
       session.destroy();
     }
+  }
+
+  /**
+   * A stream that never reads its responses (window 0) and sends requests of `names` EDS names of its
+   * own, one after the other, as fast as the server takes them, until `bytes` were taken or the
+   * server ends the stream. A request counts as taken once it was written to the connection, which
+   * HTTP/2 flow control allows only as far as the server reads.
+   */
+  private async flood(delta: boolean, names: number, bytes: number): Promise<void> {
+    const n = ++this.counter;
+    const session = await this.session(this.spec.grpc, { initialWindowSize: 0 });
+    const stream = session.request({
+      [h2.HTTP2_HEADER_METHOD]: 'POST',
+      [h2.HTTP2_HEADER_PATH]: delta ? DELTA_PATH : ADS_PATH,
+      [h2.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
+      te: 'trailers',
+    });
+    let open = true;
+    stream.on('response', (headers) => {
+      const status = headers['grpc-status'];
+      if (status !== undefined) this.ended(String(status));
+    });
+    stream.on('trailers', (trailers) => this.ended(String(trailers['grpc-status'] ?? 'unknown')));
+    stream.on('close', () => {
+      if (open && !this.stopped && stream.rstCode !== h2.NGHTTP2_NO_ERROR) this.ended('reset');
+      open = false;
+    });
+    stream.on('error', () => undefined);
+    const node = sidecarNode('flood', n);
+    const first = delta
+      ? frame(DeltaDiscoveryRequest.encode(DeltaDiscoveryRequest.fromPartial({ node, typeUrl: CDS })).finish())
+      : request({ node, typeUrl: CDS });
+    stream.write(first);
+    let taken = 0;
+    // one encoded request, its names made distinct per request by patching a fixed-width field in
+    // place (encoding 10,000 names per request would make the client, not the server, the limit)
+    const mark = 'QQQQQQ';
+    const list = Array.from({ length: names }, (_, j) => `outbound|8080||flood-${n}-${mark}-${j}.ns-${n % 10}.svc.cluster.local`);
+    const template = delta
+      ? frame(DeltaDiscoveryRequest.encode(DeltaDiscoveryRequest.fromPartial({ typeUrl: EDS, resourceNamesSubscribe: list })).finish())
+      : request({ typeUrl: EDS, resourceNames: list });
+    const offsets: number[] = [];
+    for (let at = template.indexOf(mark); at >= 0; at = template.indexOf(mark, at + mark.length)) offsets.push(at);
+    for (let i = 0; open && !this.stopped && taken < bytes; i++) {
+      const msg = Buffer.from(template);
+      const tag = i.toString(16).padStart(mark.length, '0');
+      for (const at of offsets) msg.write(tag, at, 'latin1');
+      // wait until the server took it: flow control, not the client's buffer, sets the pace
+      const ok = await new Promise<boolean>((resolve) => {
+        const done = (): void => {
+          stream.off('close', closed);
+          resolve(true);
+        };
+        const closed = (): void => resolve(false);
+        stream.once('close', closed);
+        stream.write(msg, done);
+      });
+      if (!ok) break;
+      taken += msg.length;
+      this.s.floodTaken++;
+      this.s.floodTakenBytes[delta ? 'delta' : 'sotw'] += msg.length;
+    }
+    // hold the stream, unread, until stopped or ended by the server
+    while (open && !this.stopped) await sleep(100);
+    session.destroy();
+  }
+
+  private ended(status: string): void {
+    if (this.stopped) return;
+    this.s.floodEnded[status] = (this.s.floodEnded[status] ?? 0) + 1;
   }
 
   /** One request with a body of `bytes` (streamed, never held whole) to one route of one listener. */

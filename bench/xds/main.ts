@@ -19,7 +19,7 @@ import { clientSpec, clusterName, endpointAddress, grpcTargetIndex, listenerName
 import { formatSummary, loadProfile, summarize, type ProfileSummary, type Window } from './profile.js';
 import type { ClientKind, EditResult, InitialResult, PerType, Probe } from './protocol.js';
 import { fmtKB, fmtMB, fmtSeconds, percentile, table } from './stats.js';
-import type { HostileSpec, HostileStats } from './hostile.js';
+import { issue15Load, type HostileSpec, type HostileStats } from './hostile.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -463,15 +463,7 @@ async function runOnce(services: number, clients: number, opts: Options): Promis
     if (status.version === undefined) throw new Error('push_status without a version');
 
     if (o.hostile) {
-      const spec: HostileSpec = {
-        grpc: d.grpcAddr,
-        http: [d.httpAddr, d.monitoringAddr],
-        stuck: 500,
-        departing: { concurrency: 2, names: 50_000 },
-        nackStorm: { concurrency: 2 },
-        oversized: { concurrency: 2, bytes: 50 * 1024 * 1024 },
-        halfOpen: 50,
-      };
+      const spec: HostileSpec = issue15Load(d.grpcAddr, [d.httpAddr, d.monitoringAddr]);
       hostile = spawn(process.execPath, [join(o.build.root, 'bench', 'dist', 'xds', 'hostile.js'), JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'inherit'] });
       hostile.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
         // the reports while the load runs (the one after SIGTERM counts nothing as open)

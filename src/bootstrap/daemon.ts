@@ -403,7 +403,14 @@ async function scrape(metrics: Metrics): Promise<{ contentType: string; body: st
 async function startControlZ(cfg: DaemonConfig, metrics: Metrics, logs: DaemonLoggers): Promise<{ controlz: ControlZ; port: number } | undefined> {
   const addr = cfg.ctrlz!;
   const controlz = createControlZ(
-    { metrics: async () => { const r = await scrape(metrics); return { contentType: r.contentType, text: r.body }; }, profile: cfg.profile ?? false },
+    {
+      metrics: async () => {
+        const r = await scrape(metrics);
+        return { contentType: r.contentType, text: r.body };
+      },
+      profile: cfg.profile ?? false,
+      silentClosed: () => metrics.halfOpenClosed.inc({ listener: 'ctrlz' }),
+    },
     addr.host,
   );
   try {
@@ -429,6 +436,7 @@ async function openDaemonMeshSources(cfg: DaemonConfig, logs: DaemonLoggers, met
     networksConfigFile: cfg.networksConfigFile,
     base: { domain: cfg.domain, clusterId: cfg.clusterId },
     log: logs.main,
+    onFileLost: (file) => metrics.meshConfigLost.inc({ file }),
     cluster: cfg.registries.includes('Cluster')
       ? {
           client: async () => (client ??= (await KubeClient.create({ kubeconfig: cfg.cluster.kubeconfig || undefined, qps: cfg.cluster.qps, burst: cfg.cluster.burst, userAgent: 'mesh-discovery' })).client),

@@ -23,7 +23,7 @@ import { EMPTY_MESH_NETWORKS, parseMeshNetworks, type MeshNetworks } from '../co
 import type { KubeClient } from '../kube/client.js';
 import { dropManagedFields, Informer, resourceRef } from '../kube/informer.js';
 import type { MeshSettings } from '../model/mesh-settings.js';
-import { MeshConfigWatcher, meshSettingsFrom, parseMeshConfig } from './mesh-config.js';
+import { MeshConfigWatcher, SettingsFileFault, meshSettingsFrom, parseMeshConfig } from './mesh-config.js';
 
 export const MESH_CONFIG_KEY = 'mesh';
 export const MESH_NETWORKS_KEY = 'meshNetworks';
@@ -174,16 +174,19 @@ export class MeshConfigMapSource {
 /** The `--networksConfig` file, polled like the `--meshConfig` file; an invalid edit keeps the last good value. */
 class MeshNetworksFile {
   private readonly cell: Cell<MeshNetworks>;
+  private readonly fault: SettingsFileFault;
   constructor(
     private readonly path: string,
     initial: MeshNetworks,
     private readonly log: Logger,
+    lost?: () => void,
   ) {
     this.cell = new Cell(initial);
+    this.fault = new SettingsFileFault(path, 'mesh networks file', log, lost);
   }
 
-  static async open(path: string, log: Logger): Promise<MeshNetworksFile> {
-    const f = new MeshNetworksFile(path, parseMeshNetworks(await readFile(path, 'utf8'), path), log);
+  static async open(path: string, log: Logger, lost?: () => void): Promise<MeshNetworksFile> {
+    const f = new MeshNetworksFile(path, parseMeshNetworks(await readFile(path, 'utf8'), path), log, lost);
     watchFile(path, { interval: 1000 }, () => void f.reload());
     return f;
   }
@@ -198,7 +201,9 @@ class MeshNetworksFile {
 
   private async reload(): Promise<void> {
     try {
-      const text = await readFile(this.path, 'utf8').catch(() => '');
+      // a file that cannot be read is a fault, not an empty file: the last good networks stay
+      const text = await this.fault.read();
+      if (text === undefined) return;
       if (this.cell.set(parseMeshNetworks(text, this.path))) this.log.info({ path: this.path }, 'mesh networks reloaded');
     } catch (e) {
       this.log.warn({ path: this.path, err: e instanceof Error ? e.message : String(e) }, 'mesh networks rejected; keeping the previous networks');
@@ -221,6 +226,8 @@ export interface OpenMeshSourcesOptions {
   readonly networksConfigFile?: string;
   readonly base: { readonly domain: string; readonly clusterId: string };
   readonly log: Logger;
+  /** A `--meshConfig` or `--networksConfig` file, once read, could no longer be read (its last good settings stay). */
+  readonly onFileLost?: (flag: 'meshConfig' | 'networksConfig') => void;
   /** With the Cluster registry: the ConfigMap side (its client is created only when needed). */
   readonly cluster?: Omit<MeshConfigMapOptions, 'client' | 'base' | 'log'> & { readonly client: () => Promise<KubeClient>; readonly signal?: AbortSignal };
 }
@@ -238,7 +245,7 @@ export async function openMeshSources(opts: OpenMeshSourcesOptions): Promise<Mes
   try {
     let fileMesh: Watched<MeshSettings> | undefined;
     if (meshFromFile) {
-      const watcher = new MeshConfigWatcher(opts.meshConfigFile, opts.base, opts.log);
+      const watcher = new MeshConfigWatcher(opts.meshConfigFile, opts.base, opts.log, () => opts.onFileLost?.('meshConfig'));
       const cell = new Cell(await watcher.load());
       watcher.onChange((m) => cell.set(m));
       stops.push(() => watcher.stop());
@@ -246,7 +253,7 @@ export async function openMeshSources(opts: OpenMeshSourcesOptions): Promise<Mes
     }
     let fileNetworks: Watched<MeshNetworks> | undefined;
     if (networksFromFile && opts.networksConfigFile) {
-      const f = await MeshNetworksFile.open(opts.networksConfigFile, opts.log);
+      const f = await MeshNetworksFile.open(opts.networksConfigFile, opts.log, () => opts.onFileLost?.('networksConfig'));
       stops.push(() => f.stop());
       fileNetworks = f.watched;
     }

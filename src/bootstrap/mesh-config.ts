@@ -66,20 +66,71 @@ function extensionProviderIssues(mc: MeshConfig): string[] {
   return issues;
 }
 
+/**
+ * A settings file read again when it changes (`--meshConfig`, `--networksConfig`). A file that was
+ * read and then cannot be (removed, made unreadable, its directory gone) is a fault, not an empty
+ * file: the last good settings stay, one error line says so per loss, and `lost` is told (the
+ * daemon counts it in disc_mesh_config_lost). It is read again once it is back.
+ */
+export class SettingsFileFault {
+  private lostSince?: string;
+
+  constructor(
+    private readonly path: string,
+    private readonly what: string,
+    private readonly log: Logger,
+    private readonly lost: () => void = () => undefined,
+  ) {}
+
+  /** The file's text, or undefined while it cannot be read (reported once per loss). */
+  async read(): Promise<string | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (e) {
+      const reason = (e as NodeJS.ErrnoException).code ?? (e instanceof Error ? e.message : String(e));
+      if (this.lostSince === undefined) {
+        this.lostSince = reason;
+        this.lost();
+        this.log.error({ path: this.path, reason }, `${this.what} ${this.path} cannot be read (${reason}): keeping the last good settings until it is back`);
+      }
+      return undefined;
+    }
+    if (this.lostSince !== undefined) {
+      this.lostSince = undefined;
+      this.log.warn({ path: this.path }, `${this.what} ${this.path} is readable again`);
+    }
+    return text;
+  }
+}
+
 export class MeshConfigWatcher {
   private listeners: Array<(m: MeshSettings) => void> = [];
   private watching = false;
   private current?: MeshSettings;
+  private readonly fault: SettingsFileFault;
 
+  /** `lost`: told each time the file, once read, can no longer be read (its last good settings stay). */
   constructor(
     private readonly path: string,
     private readonly base: { domain: string; clusterId: string },
     private readonly log: Logger,
-  ) {}
+    lost?: () => void,
+  ) {
+    this.fault = new SettingsFileFault(path, 'mesh config file', log, lost);
+  }
 
   /** Reads the file (defaults when absent) and starts watching it. Throws ConfigError when invalid. */
   async load(): Promise<MeshSettings> {
-    const settings = await this.read();
+    const exists = await stat(this.path).then(() => true, () => false);
+    let settings: MeshSettings;
+    if (!exists) {
+      this.log.info({ path: this.path }, 'mesh config file absent: using defaults');
+      settings = meshSettingsFrom({}, this.base);
+    } else {
+      settings = meshSettingsFrom(parseMeshConfig(await readFile(this.path, 'utf8'), this.path), this.base);
+      this.seen = true;
+    }
     this.current = settings;
     watchFile(this.path, { interval: 1000 }, () => void this.reload());
     this.watching = true;
@@ -95,18 +146,17 @@ export class MeshConfigWatcher {
     this.watching = false;
   }
 
-  private async read(): Promise<MeshSettings> {
-    const exists = await stat(this.path).then(() => true, () => false);
-    if (!exists) {
-      this.log.info({ path: this.path }, 'mesh config file absent: using defaults');
-      return meshSettingsFrom({}, this.base);
-    }
-    return meshSettingsFrom(parseMeshConfig(await readFile(this.path, 'utf8'), this.path), this.base);
-  }
+  /** The file was read once: from then on, not being able to read it is a fault (SettingsFileFault). */
+  private seen = false;
 
   private async reload(): Promise<void> {
     try {
-      const settings = await this.read();
+      // absent from the start: the defaults stay until it appears
+      if (!this.seen && !(await stat(this.path).then(() => true, () => false))) return;
+      const text = await this.fault.read();
+      if (text === undefined) return;
+      this.seen = true;
+      const settings = meshSettingsFrom(parseMeshConfig(text, this.path), this.base);
       if (JSON.stringify(settings) === JSON.stringify(this.current)) return;
       this.current = settings;
       this.log.info({ path: this.path }, 'mesh config reloaded');

@@ -39,6 +39,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     internalErrors: new Counter({ name: 'disc_total_xds_internal_errors', help: 'Internal xDS errors.', registers: r }),
     writeTimeouts: new Counter({ name: 'disc_xds_write_timeout', help: 'xDS response write timeouts.', registers: r }),
     configDirLost: new Counter({ name: 'disc_config_dir_lost', help: 'Times the --configDir directory disappeared (its last good configuration is kept).', registers: r }),
+    meshConfigLost: new Counter({ name: 'disc_mesh_config_lost', help: 'Times a --meshConfig or --networksConfig file, once read, could no longer be read (its last good settings are kept), by flag.', labelNames: ['file'], registers: r }),
+    requestsTooLarge: new Counter({ name: 'disc_xds_subscription_too_large', help: 'Delta xDS streams closed for subscribing past the per-type bound on names.', labelNames: ['type'], registers: r }),
     halfOpenClosed: new Counter({ name: 'disc_half_open_closed', help: 'Connections closed for sending no byte within 10 s of opening, by listener.', labelNames: ['listener'], registers: r }),
     pushContextErrors: new Counter({ name: 'disc_xds_push_context_errors', help: 'Errors (timeouts) initiating the push context.', registers: r }),
     delayedPushes: new Counter({ name: 'disc_xds_delayed_pushes_total', help: 'Delayed pushes.', labelNames: ['type'], registers: r }),

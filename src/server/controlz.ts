@@ -54,6 +54,8 @@ export interface ControlZOptions {
   readonly argv?: readonly string[];
   /** Sends a signal to this process (tests replace it). */
   readonly kill?: (signal: (typeof CONTROLZ_SIGNALS)[number]) => void;
+  /** Told of each connection closed for sending nothing within FIRST_BYTES_MS (first-bytes.ts). */
+  readonly silentClosed?: () => void;
 }
 
 export interface ControlZ {
@@ -110,7 +112,7 @@ export function hostAllowed(hostHeader: string | undefined, listen: string): boo
 
 /** Builds the ControlZ service (not yet listening). */
 export function createControlZ(o: ControlZOptions, listenHost: string): ControlZ {
-  const http = new HttpService('controlz');
+  const http = new HttpService('controlz', o.silentClosed);
   const env = o.env ?? process.env;
   const argv = o.argv ?? process.argv;
   const kill = o.kill ?? ((signal) => process.kill(process.pid, signal));

@@ -10,6 +10,7 @@ import type { ConfigStore } from '../config/types.js';
 import type { MeshModel } from '../model/mesh-model.js';
 import type { Proxy } from '../model/proxy.js';
 import { getBuildInfo } from '../version/build-info.js';
+import { JsonArray } from '../util/json-stream.js';
 import type { DiscoveryServer } from '../xds/ads-server.js';
 import type { ResourceCache } from '../xds/cache.js';
 import { Connection, type WatchState } from '../xds/connection.js';
@@ -70,7 +71,8 @@ function findConnection(d: DebugDeps, id: string): Connection | undefined {
 export function debugViews(d: DebugDeps): ReadonlyMap<string, DebugView> {
   const views = new Map<string, DebugView>();
 
-  views.set('syncz', () => ok([...synczEntries(d)]));
+  // large views are rendered item by item, with yields, by whoever sends them (docs/adr/0113, 0162)
+  views.set('syncz', () => ok(new JsonArray(synczEntries(d))));
 
   views.set('connections', () =>
     ok({
@@ -79,9 +81,7 @@ export function debugViews(d: DebugDeps): ReadonlyMap<string, DebugView> {
     }),
   );
 
-  views.set('configz', () =>
-    ok(CONFIG_KINDS.flatMap((k) => d.store.list(k.kind).map((o) => ({ kind: k.kind, ...o.meta, gvk: undefined, apiVersion: `${o.meta.gvk.group}/${o.meta.gvk.version}`, spec: o.spec })))),
-  );
+  views.set('configz', () => ok(new JsonArray(configzEntries(d))));
 
   views.set('registryz', () => ok(d.model.current().push.services));
 
@@ -149,6 +149,12 @@ function stripType(o: Record<string, unknown>): Record<string, unknown> {
  * The entries of the `syncz` view, one per connection, built one at a time: the HTTP route streams
  * them (debug.ts), so large subscriptions are never rendered as one string.
  */
+function* configzEntries(d: DebugDeps): Generator<object, void, undefined> {
+  for (const k of CONFIG_KINDS) {
+    for (const o of d.store.list(k.kind)) yield { kind: k.kind, ...o.meta, gvk: undefined, apiVersion: `${o.meta.gvk.group}/${o.meta.gvk.version}`, spec: o.spec };
+  }
+}
+
 export function* synczEntries(d: DebugDeps): Generator<object, void, undefined> {
   for (const c of [...d.ads.connections.values()]) {
     yield {

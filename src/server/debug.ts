@@ -4,8 +4,8 @@
  * loopback clients only unless UNSAFE_ENABLE_ADMIN_ENDPOINTS is true (ADR 0112).
  */
 import type { IncomingMessage } from 'node:http';
-import { jsonArrayChunks } from '../util/json-stream.js';
-import { debugViews, synczEntries, type DebugDeps } from './debug-views.js';
+import { JsonArray, jsonArrayChunks } from '../util/json-stream.js';
+import { debugViews, type DebugDeps } from './debug-views.js';
 import { Streamed, type HttpService } from './http.js';
 
 export type { DebugDeps } from './debug-views.js';
@@ -31,14 +31,11 @@ export function registerDebug(http: HttpService, d: DebugDeps, access: DebugAcce
   const allowed = (req: IncomingMessage): boolean => access.allowRemote || isLoopback(req.socket.remoteAddress);
   http.route('/debug', (req) => (allowed(req) ? { body: { endpoints: http.paths() } } : REMOTE_REFUSED));
   for (const [name, view] of debugViews(d)) {
-    if (name === 'syncz') {
-      // tens of MB with large subscriptions: rendered entry by entry and streamed (docs/adr/0113)
-      http.route('/debug/syncz', (req) => (allowed(req) ? { body: new Streamed(jsonArrayChunks(synczEntries(d))) } : REMOTE_REFUSED));
-      continue;
-    }
     http.route(`/debug/${name}`, (req, url) => {
       if (!allowed(req)) return REMOTE_REFUSED;
       const reply = view(url.searchParams);
+      // tens of MB with large subscriptions or configs: rendered item by item and streamed (docs/adr/0113)
+      if (reply.body instanceof JsonArray) return { status: reply.status, body: new Streamed(jsonArrayChunks(reply.body.items)) };
       return { status: reply.status, body: reply.body as object };
     });
   }

@@ -25,6 +25,7 @@ import { admissionReview, AdmissionReviewError, answerInjection, parseAdmissionR
 import type { InjectorState } from '../inject/source.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { ListenAddress } from './listen.js';
+import { closeSilentConnections } from './first-bytes.js';
 
 /** Largest request body read (bytes). */
 export const MAX_ADMISSION_BODY = 8 << 20;
@@ -44,7 +45,7 @@ export interface WebhookServerOptions {
   readonly injector?: () => InjectorState;
   readonly metrics: Pick<
     Metrics,
-    'injectionRequests' | 'injectionSuccess' | 'injectionSkip' | 'injectionFailure' | 'validationPassed' | 'validationFailed' | 'validationHttpError'
+    'injectionRequests' | 'injectionSuccess' | 'injectionSkip' | 'injectionFailure' | 'validationPassed' | 'validationFailed' | 'validationHttpError' | 'halfOpenClosed'
   >;
   readonly log: Logger;
 }
@@ -122,6 +123,8 @@ export class WebhookServer {
       (req, res) => void this.handle(req, res),
     );
     this.server = server;
+    // a connection that sends nothing (not even its TLS hello) is closed after FIRST_BYTES_MS, not Node's 120 s
+    closeSilentConnections(server, () => this.o.metrics.halfOpenClosed.inc({ listener: 'https' }));
     this.context = { material, context: createSecureContext(this.contextOptions(material)) };
     server.on('tlsClientError', (err) => this.o.log.debug({ err: err.message }, 'webhooks: TLS handshake failed'));
     await new Promise<void>((resolve, reject) => {

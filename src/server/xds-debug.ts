@@ -14,6 +14,7 @@ import { Any } from '../gen/google/protobuf/any.js';
 import { parseSpiffeId } from '../security/spiffe.js';
 import { DEBUG_TYPE_PREFIX, type DebugAnswer, type DebugCaller, type DebugHandler } from '../xds/ads-server.js';
 import type { DebugView } from './debug-views.js';
+import { JsonArray, jsonArrayChunks } from '../util/json-stream.js';
 
 export const DEBUG_RESOURCE_TYPE = 'type.googleapis.com/google.protobuf.StringValue';
 
@@ -38,11 +39,43 @@ function encodeJson(value: unknown): Uint8Array {
   return Any.encode({ typeUrl: DEBUG_RESOURCE_TYPE, value: Buffer.from(inner) }).finish();
 }
 
+/** A protobuf length-delimited field header: the tag of field `field`, then `length` as a varint. */
+function fieldHeader(field: number, length: number): Buffer {
+  const bytes = [(field << 3) | 2];
+  for (let n = length; ; ) {
+    if (n < 0x80) {
+      bytes.push(n);
+      break;
+    }
+    bytes.push((n % 0x80) | 0x80);
+    n = Math.floor(n / 0x80);
+  }
+  return Buffer.from(bytes);
+}
+
+/**
+ * The same `Any` as encodeJson, for an array rendered item by item with yields (json-stream.ts):
+ * the text never exists as one string, and the protobuf is assembled from its chunks' bytes.
+ */
+async function encodeJsonArray(array: JsonArray): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const text of jsonArrayChunks(array.items, { compact: true })) {
+    const b = Buffer.from(text, 'utf8');
+    chunks.push(b);
+    length += b.length;
+  }
+  const stringValue = [fieldHeader(1, length), ...chunks];
+  const innerLength = stringValue[0].length + length;
+  const typeUrl = Buffer.from(DEBUG_RESOURCE_TYPE, 'utf8');
+  return Buffer.concat([fieldHeader(1, typeUrl.length), typeUrl, fieldHeader(2, innerLength), ...stringValue]);
+}
+
 const STATUS_CODES: Readonly<Record<number, grpc.status>> = { 400: grpc.status.INVALID_ARGUMENT, 404: grpc.status.NOT_FOUND, 403: grpc.status.PERMISSION_DENIED };
 
 /** The ADS server's debug handler over `views`, for a daemon of namespace `namespace`. */
 export function xdsDebugHandler(views: ReadonlyMap<string, DebugView>, namespace: string): DebugHandler {
-  return (typeUrl: string, caller: DebugCaller): DebugAnswer => {
+  return async (typeUrl: string, caller: DebugCaller): Promise<DebugAnswer> => {
     const refusal = debugRefusal(caller, namespace);
     if (refusal) return { code: grpc.status.PERMISSION_DENIED, message: refusal };
     const rest = typeUrl.slice(DEBUG_TYPE_PREFIX.length);
@@ -55,6 +88,7 @@ export function xdsDebugHandler(views: ReadonlyMap<string, DebugView>, namespace
       const error = (reply.body as { error?: unknown }).error;
       return { code: STATUS_CODES[reply.status] ?? grpc.status.UNKNOWN, message: typeof error === 'string' ? error : `debug view ${name} failed` };
     }
-    return { resources: [encodeJson(reply.body)] };
+    // large views are rendered item by item with yields: a big view does not block the loop
+    return { resources: [reply.body instanceof JsonArray ? await encodeJsonArray(reply.body) : encodeJson(reply.body)] };
   };
 }

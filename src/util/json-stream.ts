@@ -8,20 +8,31 @@ import { yieldPoint } from './cooperative.js';
 
 const CHUNK_CHARS = 64 * 1024;
 
-export async function* jsonArrayChunks(items: Iterable<unknown>): AsyncGenerator<string, void, undefined> {
+export async function* jsonArrayChunks(items: Iterable<unknown>, opts: { compact?: boolean } = {}): AsyncGenerator<string, void, undefined> {
   let pending = '';
   let first = true;
   for (const item of items) {
     const turn = yieldPoint();
     if (turn) await turn;
     // as JSON.stringify renders an array element: undefined, functions and symbols become null
-    const text = JSON.stringify(item, null, 2) ?? 'null';
-    pending += `${first ? '[\n' : ',\n'}  ${text.replaceAll('\n', '\n  ')}`;
+    if (opts.compact) {
+      pending += `${first ? '[' : ','}${JSON.stringify(item) ?? 'null'}`;
+    } else {
+      const text = JSON.stringify(item, null, 2) ?? 'null';
+      pending += `${first ? '[\n' : ',\n'}  ${text.replaceAll('\n', '\n  ')}`;
+    }
     first = false;
     if (pending.length >= CHUNK_CHARS) {
       yield pending;
       pending = '';
     }
   }
-  yield `${pending}${first ? '[]' : '\n]'}\n`;
+  // compact: the text of JSON.stringify(items)
+  if (opts.compact) yield `${pending}${first ? '[' : ''}]`;
+  else yield `${pending}${first ? '[]' : '\n]'}\n`;
+}
+
+/** A JSON array whose items are rendered one at a time (jsonArrayChunks) by whoever sends it. */
+export class JsonArray {
+  constructor(readonly items: Iterable<unknown>) {}
 }

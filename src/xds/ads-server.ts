@@ -21,6 +21,7 @@ import type { ListenerConflicts } from './generators/sidecar.js';
 import { Limiter, type Slot } from './limiter.js';
 import { Delivery, type DeliveryOptions } from './delivery.js';
 import { PushQueue } from './push-queue.js';
+import { RequestBacklog, type BacklogBounds, type BacklogStats, type Readable } from './request-backlog.js';
 import { LogRateLimit } from '../log/rate-limit.js';
 import { affectedTypes } from './affected-types.js';
 import type { PushRequest } from '../model/push-request.js';
@@ -56,6 +57,10 @@ export interface AdsOptions {
   readonly delivery?: DeliveryOptions['bounds'];
   /** A stream that sends no DiscoveryRequest this long after it opened is closed (default 10 s). */
   readonly firstRequestMs?: number;
+  /** Bounds on the requests a stream has waiting (request-backlog.ts BACKLOG_DEFAULTS); tests shorten them. */
+  readonly backlog?: Partial<BacklogBounds>;
+  /** Most names one delta watch may hold (default MAX_DELTA_NAMES); a subscribe past it ends the stream. */
+  readonly maxDeltaNames?: number;
 }
 
 export interface AdsDeps {
@@ -163,6 +168,11 @@ export class DiscoveryServer {
   private nonceCounter = 0;
   /** NACK lines: a storm of NACKs costs a few lines a second (the count is in disc_total_xds_rejects). */
   private readonly nackLog = new LogRateLimit(10, 50);
+  /** Lines about what clients send (closed streams, unsupported types): a storm costs a few lines a second. */
+  private readonly closeLog = new LogRateLimit(10, 50);
+  private readonly unsupportedLog = new LogRateLimit(5, 20);
+  /** The request backlogs of open streams (request-backlog.ts). */
+  private readonly backlogs = new Set<{ stats(): BacklogStats }>();
   /** Recently built frames by list; bounded, since a list that is not shared gains nothing from it. */
   private readonly frames = new Map<ReadonlyArray<EncodedResource>, { typeUrl: string; version: string; frame: GrpcFrame; nonce: string; usedAt: number }>();
   private readonly frameSweep: NodeJS.Timeout;
@@ -230,8 +240,22 @@ export class DiscoveryServer {
   }
 
   /** Pushes holding a slot, answers holding a slot, and what writes hold (debug, tests). */
-  loadStats(): { pushSlots: number; answerSlots: number; pushesInProgress: number; writes: ReturnType<Delivery['stats']> } {
-    return { pushSlots: this.queue.activeCount, answerSlots: this.requestLimiter.active, pushesInProgress: this.queue.inProgressCount, writes: this.delivery.stats() };
+  loadStats(): {
+    pushSlots: number;
+    answerSlots: number;
+    pushesInProgress: number;
+    writes: ReturnType<Delivery['stats']>;
+    requests: { waiting: number; bytes: number; pausedStreams: number; coalesced: number };
+  } {
+    const requests = { waiting: 0, bytes: 0, pausedStreams: 0, coalesced: 0 };
+    for (const b of this.backlogs) {
+      const s = b.stats();
+      requests.waiting += s.waiting;
+      requests.bytes += s.bytes;
+      requests.coalesced += s.coalesced;
+      if (s.paused) requests.pausedStreams++;
+    }
+    return { pushSlots: this.queue.activeCount, answerSlots: this.requestLimiter.active, pushesInProgress: this.queue.inProgressCount, writes: this.delivery.stats(), requests };
   }
 
   close(): void {
@@ -251,7 +275,6 @@ export class DiscoveryServer {
     const log = this.deps.log;
     let conn: Connection | undefined;
     let debugCaller: DebugCaller | undefined;
-    let chain: Promise<void> = Promise.resolve();
     let ended = false;
     const out = frameWriter(call, { allowDirect: this.deps.options.directWrites !== false });
     const firstRequestMs = this.deps.options.firstRequestMs ?? DEFAULT_FIRST_REQUEST_MS;
@@ -287,6 +310,8 @@ export class DiscoveryServer {
     const finish = (): void => {
       ended = true;
       clearTimeout(firstRequest);
+      backlog.stop();
+      this.backlogs.delete(backlog);
       if (conn && !conn.closed) {
         this.clearRejects(conn);
         this.countListenerConflicts(conn, undefined);
@@ -298,46 +323,57 @@ export class DiscoveryServer {
         this.observe('disconnected', conn.proxy);
       }
     };
+    type Queued = { readonly sotw?: SotwRequest; readonly deltaRaw?: Buffer };
+    const handle = async ({ sotw, deltaRaw }: Queued): Promise<void> => {
+      if (ended) return;
+      if (sotw && this.deps.debug && sotw.typeUrl.startsWith(DEBUG_TYPE_PREFIX)) {
+        if (conn) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'debug types are served on a stream of their own, not on a proxy\'s stream');
+        debugCaller ??= await this.acceptDebug(call, sotw.node, authorize);
+        if (!ended) await this.answerDebug(writer, debugCaller, sotw.typeUrl);
+        return;
+      }
+      if (debugCaller) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'a debug stream carries debug types only');
+      if (!conn) {
+        const accepted = await this.accept(call, sotw ? sotw.node : this.decodeDelta(deltaRaw!).node, delta, writer, authorize);
+        if (ended) return;
+        conn = this.register(accepted);
+      }
+      if (sotw) await this.onRequest(conn, sotw);
+      else await this.onDeltaRequest(conn, deltaRaw!);
+    };
+    const failed = (err: unknown): void => {
+      const code = err instanceof StreamError ? err.code : grpc.status.INTERNAL;
+      const message = err instanceof Error ? err.message : String(err);
+      if (!(err instanceof StreamError)) this.deps.metrics.internalErrors.inc();
+      const held = this.closeLog.take();
+      if (held !== undefined) log.warn({ peer: call.getPeer(), conn: conn?.id, err: message.slice(0, 1024), ...(held > 0 ? { suppressed: held } : {}) }, 'ADS: closing stream');
+      writer.close(code, message);
+      finish();
+    };
+    // Requests wait for their turn here, bounded (request-backlog.ts): a state-of-the-world request
+    // supersedes a waiting one of its type, and past the bounds the stream is paused.
+    const backlog = new RequestBacklog<Queued>(readableOf(call), handle, failed, this.deps.options.backlog, (older, newer) =>
+      older.sotw?.node && newer.sotw && !newer.sotw.node ? { sotw: { ...newer.sotw, node: older.sotw.node } } : newer,
+    );
+    this.backlogs.add(backlog);
     call.on('data', (raw: Buffer) => {
       clearTimeout(firstRequest);
+      if (ended) return;
+      if (delta) {
+        backlog.add({ deltaRaw: raw }, raw.length);
+        return;
+      }
       // A state-of-the-world request is read now and its buffer let go (request-intake.ts); it
       // waits for its turn behind the stream's earlier requests in that compact form.
-      let sotw: SotwRequest | StreamError | undefined;
-      if (!delta) {
-        try {
-          sotw = readSotwRequest(raw, conn && expectedSpans(conn));
-        } catch (e) {
-          sotw = new StreamError(grpc.status.INVALID_ARGUMENT, e instanceof Error ? e.message : String(e));
-        }
+      let sotw: SotwRequest;
+      try {
+        sotw = readSotwRequest(raw, conn && expectedSpans(conn));
+      } catch (e) {
+        backlog.stop();
+        failed(new StreamError(grpc.status.INVALID_ARGUMENT, e instanceof Error ? e.message : String(e)));
+        return;
       }
-      const deltaRaw = delta ? raw : undefined;
-      chain = chain
-        .then(async () => {
-          if (ended) return;
-          if (sotw instanceof StreamError) throw sotw;
-          if (sotw && this.deps.debug && sotw.typeUrl.startsWith(DEBUG_TYPE_PREFIX)) {
-            if (conn) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'debug types are served on a stream of their own, not on a proxy\'s stream');
-            debugCaller ??= await this.acceptDebug(call, sotw.node, authorize);
-            if (!ended) await this.answerDebug(writer, debugCaller, sotw.typeUrl);
-            return;
-          }
-          if (debugCaller) throw new StreamError(grpc.status.INVALID_ARGUMENT, 'a debug stream carries debug types only');
-          if (!conn) {
-            const accepted = await this.accept(call, sotw ? sotw.node : this.decodeDelta(deltaRaw!).node, delta, writer, authorize);
-            if (ended) return;
-            conn = this.register(accepted);
-          }
-          if (sotw) await this.onRequest(conn, sotw);
-          else await this.onDeltaRequest(conn, deltaRaw!);
-        })
-        .catch((err: unknown) => {
-          const code = err instanceof StreamError ? err.code : grpc.status.INTERNAL;
-          const message = err instanceof Error ? err.message : String(err);
-          if (!(err instanceof StreamError)) this.deps.metrics.internalErrors.inc();
-          log.warn({ peer: call.getPeer(), conn: conn?.id, err: message }, 'ADS: closing stream');
-          writer.close(code, message);
-          finish();
-        });
+      backlog.add({ sotw }, raw.length, sotw.typeUrl);
     });
     call.on('end', () => {
       finish();
@@ -433,7 +469,7 @@ export class DiscoveryServer {
     watch.awaitingAck = false;
     conn.notifyAck();
     if (error) {
-      watch.lastError = error.message;
+      watch.lastError = boundedText(error.message, MAX_ERROR_TEXT);
       this.deps.metrics.xdsRejects.inc({ type });
       this.setReject(conn, type, error.code);
       const held = this.nackLog.take();
@@ -513,7 +549,7 @@ export class DiscoveryServer {
       return;
     }
     if (!isKnownType(typeUrl)) {
-      this.deps.log.warn({ conn: conn.id, typeUrl }, 'ADS: request for an unsupported type URL ignored');
+      this.unsupported(conn, typeUrl, 'ADS: request for an unsupported type URL ignored');
       return;
     }
     const wildcard = req.star || (req.empty && WILDCARD_TYPES.has(typeUrl) && (!watch || watch.names === undefined));
@@ -541,14 +577,21 @@ export class DiscoveryServer {
     const req = this.decodeDelta(raw);
     const typeUrl = req.typeUrl;
     if (!isKnownType(typeUrl)) {
-      this.deps.log.warn({ conn: conn.id, typeUrl }, 'ADS: delta request for an unsupported type URL ignored');
+      this.unsupported(conn, typeUrl, 'ADS: delta request for an unsupported type URL ignored');
       return;
     }
     let watch = conn.watches.get(typeUrl);
     const first = !watch;
     if (!watch) {
       const wildcard = req.resourceNamesSubscribe.includes('*') || (req.resourceNamesSubscribe.length === 0 && WILDCARD_TYPES.has(typeUrl));
-      watch = newWatch(typeUrl, wildcard ? undefined : new Set([...this.allowedNames(conn, typeUrl, new Set(req.resourceNamesSubscribe))].map(intern)));
+      let names: Set<string> | undefined;
+      if (!wildcard) {
+        const allowed = this.allowedNames(conn, typeUrl, new Set(req.resourceNamesSubscribe));
+        this.checkDeltaBound(typeUrl, 0, 0, allowed.size, namesBytes(allowed));
+        names = new Set([...allowed].map(intern));
+      }
+      watch = newWatch(typeUrl, names);
+      watch.namesByteCount = names ? namesBytes(names) : 0;
       for (const [n, v] of Object.entries(req.initialResourceVersions)) watch.sent.set(n, v);
       conn.watches.set(typeUrl, watch);
     }
@@ -563,19 +606,53 @@ export class DiscoveryServer {
     // Work proportional to the change (issue 15): the subscription is edited in place, an
     // unsubscribe needs no answer, and a subscribe is answered with the new names only.
     const names = watch.names as Set<string>;
-    const added = new Set<string>();
-    const wanted = req.resourceNamesSubscribe.length > 0 ? this.allowedNames(conn, typeUrl, new Set(req.resourceNamesSubscribe)) : undefined;
-    for (const n of wanted ?? []) if (n !== '*' && !names.has(n)) added.add(intern(n));
+    let bytes = watch.namesByteCount ?? 0;
     let removed = false;
     for (const n of req.resourceNamesUnsubscribe) {
       if (names.delete(n)) {
         watch.sent.delete(n);
+        bytes -= Buffer.byteLength(n);
         removed = true;
       }
     }
-    for (const n of added) names.add(n);
-    if (added.size > 0 || removed) watch.namesView = undefined;
+    const added = new Set<string>();
+    let addedBytes = 0;
+    const wanted = req.resourceNamesSubscribe.length > 0 ? this.allowedNames(conn, typeUrl, new Set(req.resourceNamesSubscribe)) : undefined;
+    for (const n of wanted ?? []) {
+      if (n === '*' || names.has(n) || added.has(n)) continue;
+      added.add(n);
+      addedBytes += Buffer.byteLength(n);
+    }
+    watch.namesByteCount = bytes;
+    if (removed) watch.namesView = undefined;
+    // past the bound nothing of this request is taken: the stream ends with the reason
+    this.checkDeltaBound(typeUrl, names.size, bytes, added.size, addedBytes);
+    for (const n of added) names.add(intern(n));
+    watch.namesByteCount = bytes + addedBytes;
+    if (added.size > 0) watch.namesView = undefined;
     if (added.size > 0) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, added));
+  }
+
+  /**
+   * A delta watch holds at most MAX_DELTA_NAMES names of at most MAX_DELTA_NAME_BYTES (issue 15):
+   * names are the client's choice and kept as long as its stream. A subscribe past either ends the
+   * stream with RESOURCE_EXHAUSTED, counted in disc_xds_subscription_too_large.
+   */
+  private checkDeltaBound(typeUrl: string, held: number, heldBytes: number, adding: number, addingBytes: number): void {
+    const maxNames = this.deps.options.maxDeltaNames ?? MAX_DELTA_NAMES;
+    const maxBytes = Math.min(MAX_DELTA_NAME_BYTES, maxNames * 1024);
+    if (held + adding <= maxNames && heldBytes + addingBytes <= maxBytes) return;
+    const type = shortType[typeUrl as XdsTypeUrl] ?? 'unknown';
+    this.deps.metrics.requestsTooLarge.inc({ type });
+    throw new StreamError(
+      grpc.status.RESOURCE_EXHAUSTED,
+      `delta subscription to ${type} would hold ${held + adding} names (${heldBytes + addingBytes} bytes); a stream may subscribe to at most ${maxNames} names of ${maxBytes} bytes per type`,
+    );
+  }
+
+  private unsupported(conn: Connection, typeUrl: string, line: string): void {
+    const held = this.unsupportedLog.take();
+    if (held !== undefined) this.deps.log.warn({ conn: conn.id, typeUrl: typeUrl.slice(0, 256), ...(held > 0 ? { suppressed: held } : {}) }, line);
   }
 
   /** `names` without those the stream may not have (AdsDeps.access); the same set when none is refused. */
@@ -823,6 +900,37 @@ export class DiscoveryServer {
     watch.awaitingAck = true;
     return this.delivery.send(conn, frame, type, slot);
   }
+}
+
+/**
+ * Most names a delta watch holds: five times the largest mesh a sidecar asks for by name (20,000
+ * clusters), and 16 MiB of them (four requests of gRPC's 4 MiB default).
+ */
+export const MAX_DELTA_NAMES = 200_000;
+const MAX_DELTA_NAME_BYTES = 16 * 1024 * 1024;
+
+function namesBytes(names: Iterable<string>): number {
+  let n = 0;
+  for (const name of names) n += Buffer.byteLength(name);
+  return n;
+}
+
+/** Longest NACK text kept per watch (shown in /debug/syncz); the rest is cut. */
+const MAX_ERROR_TEXT = 4096;
+
+function boundedText(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
+}
+
+/**
+ * The readable side of a call, for the backlog to pause. Its buffer is lowered to one message:
+ * a paused objectMode stream otherwise still reads 16 more (up to 64 MiB of 4 MiB requests) before
+ * HTTP/2 flow control holds the client back.
+ */
+function readableOf(call: DuplexCall): Readable {
+  const state = (call as unknown as { _readableState?: { highWaterMark?: unknown } })._readableState;
+  if (state && typeof state.highWaterMark === 'number') state.highWaterMark = 1;
+  return { pause: () => call.pause(), resume: () => call.resume() };
 }
 
 const versionTags = new Map<string, string>();

@@ -21,6 +21,8 @@ export interface WatchState {
    * the first push after a change, so their memos keyed by a set's identity stay right.
    */
   namesView?: ReadonlySet<string>;
+  /** Delta: the bytes of the names in `names` (bounded per watch, MAX_DELTA_NAME_BYTES). */
+  namesByteCount?: number;
   /** Delta only: names the client said it had when it connected. */
   initialVersions?: Map<string, string>;
   nonceSent: string;

@@ -126,4 +126,16 @@ describe('client input', () => {
     await eventually('the proxies to be gone', () => h.ads.connections.size === 0, { timeoutMs: 10_000 });
     expect(await series(h, 'disc_xds_cds_reject')).toBe(0);
   });
+
+  it('keeps at most 4,096 characters of a NACK text (a NACK may carry up to 4 MiB)', async () => {
+    const s = h.sotw(sidecarNode(7));
+    s.send({ typeUrl: TypeUrl.Cluster });
+    const res = await s.next(5000);
+    s.nack(res, `rejected: ${'y'.repeat(1024 * 1024)}`);
+    const conn = await eventually('the NACK to be recorded', () => [...h.ads.connections.values()].find((c) => c.watches.get(TypeUrl.Cluster)?.lastError));
+    const kept = conn.watches.get(TypeUrl.Cluster)!.lastError!;
+    expect(kept.length).toBeLessThan(4200);
+    expect(kept).toMatch(/^rejected: y+… \(\d+ more characters\)$/);
+    s.cancel();
+  });
 });

@@ -5,6 +5,8 @@
  * subscription (22 CPU-seconds for this storm).
  */
 import { jest } from '@jest/globals';
+import * as grpc from '@grpc/grpc-js';
+import { MAX_DELTA_NAMES } from '../../src/xds/ads-server.js';
 import type { DeltaDiscoveryResponse } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
 import { TypeUrl } from '../../src/xds/types.js';
 import { deltaNames } from '../support/ads-client.js';
@@ -86,5 +88,49 @@ describe('delta subscriptions on a large set', () => {
     await h.change(toYamlDocuments(change), { origin: 'test.yaml' });
     const pushed = await d.next(10_000);
     expect(deltaNames(pushed)).toEqual([cluster(39)]); // svc-0 was dropped
+  });
+});
+
+describe('the bound on a delta subscription', () => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await startAds(toYamlDocuments(meshObjects(5)));
+  });
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  async function subscribeUntilRefused(d: ReturnType<Harness['delta']>, batch: (i: number) => string[], most: number): Promise<number> {
+    for (let i = 0; i < most; i++) {
+      d.send({ typeUrl: TypeUrl.Endpoint, subscribe: batch(i) });
+      const res = await Promise.race([d.next(30_000), d.ended(30_000)]);
+      if ('code' in res) return i;
+      d.ack(res);
+    }
+    return most;
+  }
+
+  it(`holds at most ${MAX_DELTA_NAMES} names per type: a subscribe past it ends the stream with RESOURCE_EXHAUSTED, counted`, async () => {
+    const d = h.delta(sidecarNode('ns-0'));
+    // 200,000 names in requests of 20,000 are taken; one more name is not
+    const taken = await subscribeUntilRefused(d, (i) => (i < 10 ? Array.from({ length: 20_000 }, (_, j) => absent(i * 20_000 + j)) : [absent(999_999)]), 11);
+    expect(taken).toBe(10);
+    const end = await d.ended(5000);
+    expect(end.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(end.details).toContain(`at most ${MAX_DELTA_NAMES} names`);
+    expect(await h.metric('disc_xds_subscription_too_large', { type: 'eds' })).toBe(1);
+  });
+
+  it('and at most 16 MiB of names per type', async () => {
+    const d = h.delta(sidecarNode('ns-1'));
+    // names of 2,000 bytes, 2,000 per request (4 MB, under gRPC's default bound per message)
+    const long = (i: number, j: number): string => `outbound|8080||${'x'.repeat(1950)}-${i}-${j}.ns-1.svc.cluster.local`;
+    const taken = await subscribeUntilRefused(d, (i) => Array.from({ length: 2000 }, (_, j) => long(i, j)), 10);
+    expect(taken).toBe(4); // 16 MB held; the fifth request would make it 20 MB
+    const end = await d.ended(5000);
+    expect(end.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(await h.metric('disc_xds_subscription_too_large', { type: 'eds' })).toBe(2);
   });
 });

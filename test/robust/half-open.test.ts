@@ -9,7 +9,7 @@ import { jest } from '@jest/globals';
 import { request } from 'node:http';
 import { HostileLoad } from '../../bench/xds/hostile.js';
 import { FIRST_BYTES_MS } from '../../src/server/first-bytes.js';
-import { makeConfigDir, startDaemon, type Daemon } from '../support/daemon.js';
+import { freePort, makeConfigDir, startDaemon, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
 import { WellBehavedSidecar, meshObjects } from './support.js';
 
@@ -77,5 +77,43 @@ describe('half-open connections and the debug switch', () => {
       expect({ listener, closed: await d.metric('disc_half_open_closed', { listener }) }).toEqual({ listener, closed: PER_LISTENER });
     }
     expect(await d.ready()).toBe(true);
+  });
+});
+
+describe('half-open connections on the TLS listeners and ControlZ', () => {
+  let dir: Awaited<ReturnType<typeof makeConfigDir>>;
+  let d: Daemon;
+  let secureAddr: string;
+
+  beforeAll(async () => {
+    dir = await makeConfigDir();
+    await dir.write('mesh.yaml', meshObjects(5));
+    secureAddr = `127.0.0.1:${await freePort()}`;
+    // the built-in CA (kept under --configDir) gives the secured xDS port and the webhook port their certificates
+    d = await startDaemon({ configDir: dir.path, args: ['--secureGRPCAddr', secureAddr], env: { ENABLE_CA_SERVER: 'true' } });
+  });
+
+  afterAll(async () => {
+    await d?.stop();
+    await dir?.cleanup();
+  });
+
+  it('closes connections that send nothing (not even a TLS hello) within the deadline, counted per listener', async () => {
+    const load = new HostileLoad({ grpc: d.grpcAddr, secureGrpc: secureAddr, http: [d.ctrlzAddr, d.httpsAddr], halfOpen: 10 });
+    await load.start();
+    try {
+      await eventually('every half-open connection to be closed', () => load.stats().halfOpenOpen === 0, {
+        timeoutMs: FIRST_BYTES_MS + 20_000,
+        intervalMs: 200,
+        diagnostics: () => JSON.stringify(load.stats()),
+      });
+    } finally {
+      await load.stop();
+    }
+    // before: the webhook port kept them for Node's 120 s, and ControlZ closed them without counting
+    expect(load.stats().halfOpenMaxMs).toBeLessThan(FIRST_BYTES_MS + 5_000);
+    for (const listener of ['secure-grpc', 'ctrlz', 'https']) {
+      expect({ listener, closed: await d.metric('disc_half_open_closed', { listener }) }).toEqual({ listener, closed: 10 });
+    }
   });
 });
