@@ -53,6 +53,7 @@ const envoyRoots = [
   'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
   'envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.proto',
   'envoy/extensions/filters/http/router/v3/router.proto',
+  'envoy/extensions/access_loggers/file/v3/file.proto',
   'envoy/extensions/filters/http/fault/v3/fault.proto',
   'envoy/extensions/filters/http/cors/v3/cors.proto',
   'envoy/extensions/filters/listener/original_dst/v3/original_dst.proto',

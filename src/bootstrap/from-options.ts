@@ -106,6 +106,7 @@ export function daemonConfigFrom(o: DiscoveryOptions, env: DaemonEnv): DaemonCon
       authn: plugins.authn,
       extAuthz: plugins.extAuthz,
       remoteJwks: env.DISC_JWT_ENABLE_REMOTE_JWKS,
+      traceSampling: env.DISC_TRACE_SAMPLING,
     },
     jwks: { refreshMs: env.DISC_JWT_PUB_KEY_REFRESH_INTERVAL },
     ads: {

@@ -27,6 +27,7 @@ export function meshSettingsFrom(mc: MeshConfig, base: { domain: string; cluster
     connectTimeoutMs: mc.connectTimeout ? durationMs(mc.connectTimeout) : d.connectTimeoutMs,
     protocolDetectionTimeoutMs: mc.protocolDetectionTimeout ? durationMs(mc.protocolDetectionTimeout) : d.protocolDetectionTimeoutMs,
     enableAutoMtls: mc.enableAutoMtls ?? d.enableAutoMtls,
+    enableTracing: mc.enableTracing ?? d.enableTracing,
     accessLogFile: mc.accessLogFile ?? d.accessLogFile,
     clusterLocalHosts: clusterLocalHostsOf(mc),
     ...(mc.trustDomainAliases?.length ? { trustDomainAliases: mc.trustDomainAliases } : {}),

@@ -13,6 +13,9 @@ export interface MeshSettings {
   readonly connectTimeoutMs: number;
   readonly protocolDetectionTimeoutMs: number;
   readonly enableAutoMtls: boolean;
+  /** `enableTracing`: HTTP connection managers make trace decisions and record spans (docs/adr/0176). */
+  readonly enableTracing: boolean;
+  /** `accessLogFile`: where proxies write access logs; empty: none (docs/adr/0176). */
   readonly accessLogFile: string;
   /** Host patterns declared cluster-local (`serviceSettings[].settings.clusterLocal`); absent means none. */
   readonly clusterLocalHosts?: ReadonlyArray<string>;
@@ -38,5 +41,6 @@ export const DEFAULT_MESH_SETTINGS: MeshSettings = Object.freeze({
   connectTimeoutMs: 10_000,
   protocolDetectionTimeoutMs: 0,
   enableAutoMtls: true,
+  enableTracing: false,
   accessLogFile: '',
 });

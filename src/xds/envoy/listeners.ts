@@ -15,6 +15,7 @@ import { HTTPFault } from '../../gen/envoy/extensions/filters/http/fault/v3/faul
 import { Cors } from '../../gen/envoy/extensions/filters/http/cors/v3/cors.js';
 import { OriginalDst } from '../../gen/envoy/extensions/filters/listener/original_dst/v3/original_dst.js';
 import { TlsInspector } from '../../gen/envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.js';
+import { FileAccessLog } from '../../gen/envoy/extensions/access_loggers/file/v3/file.js';
 import { Filters } from './names.js';
 import { duration, msg, pack, socketAddress, type Shape } from './pack.js';
 
@@ -33,6 +34,34 @@ export interface HcmOptions {
   readonly stripHostPort?: boolean;
   /** Filters that go before the others (authorization: docs/adr/0082). */
   readonly leadingFilters?: ReadonlyArray<Shape<HttpFilter>>;
+  /** Tracing and access logging of the connection manager (docs/adr/0176). */
+  readonly observability?: HcmObservability;
+}
+
+/** What a connection manager records: trace sampling and an access-log file (docs/adr/0176). */
+export interface HcmObservability {
+  /** Share of requests traced, 0..100; absent: no tracing. */
+  readonly traceSampling?: number;
+  /** Longest request path kept in a span's tag. */
+  readonly maxPathTagLength?: number;
+  /** File the access log is written to; absent: none. */
+  readonly accessLogPath?: string;
+}
+
+const ACCESS_LOG_FILE = 'envoy.access_loggers.file';
+
+function observabilityFields(o: HcmObservability | undefined): Partial<Shape<HttpConnectionManager>> {
+  if (!o) return {};
+  return {
+    tracing:
+      o.traceSampling !== undefined
+        ? { randomSampling: { value: o.traceSampling }, maxPathTagLength: o.maxPathTagLength, verbose: false, customTags: [] }
+        : undefined,
+    accessLog:
+      o.accessLogPath !== undefined
+        ? [{ name: ACCESS_LOG_FILE, typedConfig: pack('envoy.extensions.access_loggers.file.v3.FileAccessLog', FileAccessLog, { path: o.accessLogPath }) }]
+        : [],
+  };
 }
 
 function httpFilters(proxyless: boolean, leading: ReadonlyArray<Shape<HttpFilter>> = []): Shape<HttpFilter>[] {
@@ -54,6 +83,7 @@ export function httpConnectionManager(o: HcmOptions): Shape<HttpConnectionManage
     httpProtocolOptions: o.http10 ? { acceptHttp10: true } : undefined,
     delayedCloseTimeout: o.delayedCloseTimeoutMs !== undefined ? duration(o.delayedCloseTimeoutMs) : undefined,
     stripAnyHostPort: o.stripHostPort || undefined,
+    ...observabilityFields(o.observability),
   };
 }
 

@@ -31,6 +31,7 @@ import { TypeUrl } from '../types.js';
 import { generateEndpoints, visibleOutboundClusters } from './common.js';
 import { caCredential, secrets } from './secrets.js';
 import type { GenerateInput, GeneratorSet } from './types.js';
+import { hcmObservability } from './observability.js';
 
 interface BoundServer {
   readonly gateway: ConfigObject<Gateway>;
@@ -104,6 +105,7 @@ function gatewaySecurity(proxy: Proxy, push: PushContext, settings: GenerateInpu
 function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedResource[] {
   const out: EncodedResource[] = [];
   const security = gatewaySecurity(proxy, push, settings);
+  const observability = hcmObservability(proxy, push.mesh, settings);
   for (const [port, all] of [...serversByPort(proxy, push)].sort(([a], [b]) => a - b)) {
     const name = `0.0.0.0_${port}`;
     // a server whose credential is missing has no chain (Envoy would hold the whole listener waiting
@@ -113,7 +115,7 @@ function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedReso
     if (servers.length === 0) continue;
     // credentials are Secrets of the proxy's namespace: the namespace is part of what the listener reads
     // the policies are part of what the listener reads: a policy edit changes the key (and the bytes)
-    const key = `gl|${name}|${proxy.namespace}|${servers.map((s) => `${objectId(s.gateway)}#${s.index}`).join(',')}|p${push.version}|${security.key}|m${objectId(push.mesh)}`;
+    const key = `gl|${name}|${proxy.namespace}|${servers.map((s) => `${objectId(s.gateway)}#${s.index}`).join(',')}|p${push.version}|${security.key}|${observability.key}|m${objectId(push.mesh)}`;
     out.push(
       cache.getOrBuild('lds', key, () => {
         const statPrefix = `outbound_0.0.0.0_${port}`;
@@ -128,7 +130,7 @@ function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedReso
           if (isHttpServer(b.server) && !terminatesTls(b.server)) {
             if (plainHttp) continue; // all plain HTTP servers on a port share one chain and route table
             plainHttp = true;
-            chains.push({ filters: [hcmFilter({ statPrefix, rds: gatewayRouteName(b), proxyless: false, leadingFilters })] });
+            chains.push({ filters: [hcmFilter({ statPrefix, rds: gatewayRouteName(b), proxyless: false, leadingFilters, observability: observability.value })] });
           } else if (terminatesTls(b.server)) {
             needsInspector = true;
             sni.forEach((h) => seenSni.add(h));
@@ -137,7 +139,7 @@ function listeners({ proxy, push, cache, settings }: GenerateInput): EncodedReso
               transportSocket: { name: Filters.tls, typedConfig: gatewayServerTls(b.server.tls!, push.mesh, isHttpServer(b.server) ? ['h2', 'http/1.1'] : []) },
               filters: [
                 ...(isHttpServer(b.server)
-                  ? [hcmFilter({ statPrefix, rds: gatewayRouteName(b), proxyless: false, leadingFilters })]
+                  ? [hcmFilter({ statPrefix, rds: gatewayRouteName(b), proxyless: false, leadingFilters, observability: observability.value })]
                   : [...tcpAuthz, tcpProxyFilter(name, tcpDestination(b, port, proxy, push))]),
               ],
             });

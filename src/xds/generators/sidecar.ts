@@ -14,7 +14,7 @@ import { contentHash } from '../../util/hash.js';
 import { objectId } from '../../util/identity.js';
 import type { EncodedResource } from '../cache.js';
 import { buildBlackholeCluster, buildInboundCluster, buildPassthroughCluster } from '../envoy/clusters.js';
-import { buildListener, hcmFilter, tcpProxyFilter, tlsInspectorListenerFilter, type FilterChainShape } from '../envoy/listeners.js';
+import { buildListener, hcmFilter, tcpProxyFilter, tlsInspectorListenerFilter, type FilterChainShape, type HcmOptions } from '../envoy/listeners.js';
 import {
   BLACKHOLE_CLUSTER,
   INBOUND_PASSTHROUGH_CLUSTER,
@@ -36,6 +36,7 @@ import { workloadJwt } from './request-authn.js';
 import { workloadExtAuthz } from './ext-authz.js';
 import { settingsKey, type GenerateInput, type GeneratorSet, type GeneratorSettings } from './types.js';
 import { secrets } from './secrets.js';
+import { hcmObservability, type ObservabilityChoice } from './observability.js';
 
 export type { InboundPort };
 
@@ -123,13 +124,14 @@ function sidecarClusters(inbound: ReadonlyArray<InboundPort>, { proxy, push, end
   return out;
 }
 
-function hcmOptions(settings: GeneratorSettings, statPrefix: string): { statPrefix: string; proxyless: false; useRemoteAddress: boolean; http10: boolean; delayedCloseTimeoutMs: number } {
+function hcmOptions(settings: GeneratorSettings, statPrefix: string, obs: ObservabilityChoice): Omit<HcmOptions, 'routeConfig' | 'leadingFilters'> {
   return {
     statPrefix,
     proxyless: false,
     useRemoteAddress: settings.sidecarUseRemoteAddress,
     http10: settings.http10,
     delayedCloseTimeoutMs: settings.httpDelayedCloseTimeoutMs,
+    observability: obs.value,
   };
 }
 
@@ -175,7 +177,9 @@ function routeContext(proxy: Proxy, push: PushContext, namespace: string, port: 
 
 function outboundListeners(input: GenerateInput): ReadonlyArray<EncodedResource> {
   const { proxy, push } = input;
-  return push.memoize(`lds-out|${push.routingScopeKey(proxy)}|${settingsKey(input.settings)}`, () => buildOutboundListeners(input));
+  // the proxy's trace sampling is part of what the list reads (docs/adr/0176)
+  const obs = hcmObservability(proxy, push.mesh, input.settings);
+  return push.memoize(`lds-out|${push.routingScopeKey(proxy)}|${settingsKey(input.settings)}|${obs.key}`, () => buildOutboundListeners(input, obs));
 }
 
 interface TcpListenerPlan {
@@ -233,7 +237,7 @@ function planOutboundTcp(proxy: Proxy, push: PushContext): { tcp: ReadonlyMap<st
   return { tcp, conflicts: { httpOverCurrentTcp, tcpOverCurrentHttp, tcpOverCurrentTcp } };
 }
 
-function buildOutboundListeners({ proxy, push, cache, settings }: GenerateInput): ReadonlyArray<EncodedResource> {
+function buildOutboundListeners({ proxy, push, cache, settings }: GenerateInput, obs: ObservabilityChoice): ReadonlyArray<EncodedResource> {
   const plan = httpPlan(proxy, push);
   const tcp = new Map(outboundTcp(proxy, push).tcp);
   const out: EncodedResource[] = [];
@@ -244,7 +248,7 @@ function buildOutboundListeners({ proxy, push, cache, settings }: GenerateInput)
     const statPrefix = `outbound_0.0.0.0_${port}`;
     const chainsKey = chains.map((c) => `${c.address}/${c.prefixLen}=${c.routeName}`).join(',');
     out.push(
-      cache.getOrBuild('lds', `lo|${name}|${JSON.stringify(settings)}|${chainsKey.length > 512 ? contentHash(chainsKey) : chainsKey}`, () => ({
+      cache.getOrBuild('lds', `lo|${name}|${JSON.stringify(settings)}|${obs.key}|${chainsKey.length > 512 ? contentHash(chainsKey) : chainsKey}`, () => ({
         name,
         typeUrl: TypeUrl.Listener,
         bytes: encode(
@@ -257,9 +261,9 @@ function buildOutboundListeners({ proxy, push, cache, settings }: GenerateInput)
             direction: 'outbound',
             filterChains: [
               // services with a VIP: matched on the destination address, each with its own small route configuration
-              ...chains.map((c) => ({ filterChainMatch: vipChainMatch(c), filters: [hcmFilter({ ...hcmOptions(settings, statPrefix), rds: c.routeName })] })),
+              ...chains.map((c) => ({ filterChainMatch: vipChainMatch(c), filters: [hcmFilter({ ...hcmOptions(settings, statPrefix, obs), rds: c.routeName })] })),
               // everything else on the port: the shared table, routed by Host
-              { filters: [hcmFilter({ ...hcmOptions(settings, statPrefix), rds: String(port) })] },
+              { filters: [hcmFilter({ ...hcmOptions(settings, statPrefix, obs), rds: String(port) })] },
             ],
           }),
         ),
@@ -290,7 +294,7 @@ function listeners(input: GenerateInput): ReadonlyArray<EncodedResource> {
   // ... and the same security policy (mutual TLS and authorization: docs/adr/0080)
   const authz = input.settings.authz ? push.policies.authzFor(proxy) : NO_AUTHZ;
   const policy = `${push.policies.mtlsFor(proxy).key}|${authz.key}|${workloadJwt(proxy, push, input.settings).key}|${workloadExtAuthz(proxy, push, input.settings, authz).key}`;
-  const memoKey = `lds-sidecar|${push.routingScopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}|${settingsKey(input.settings)}|${policy}`;
+  const memoKey = `lds-sidecar|${push.routingScopeKey(proxy)}|${inbound.map((p) => `${p.port}/${p.protocol}`).join(',')}|${settingsKey(input.settings)}|${policy}|${hcmObservability(proxy, push.mesh, input.settings).key}`;
   return push.memoize(memoKey, () => sidecarListeners(inbound, input), endpoints);
 }
 
@@ -324,11 +328,12 @@ function sidecarListeners(inbound: ReadonlyArray<InboundPort>, input: GenerateIn
   const authz = settings.authz ? push.policies.authzFor(proxy) : NO_AUTHZ;
   const jwt = workloadJwt(proxy, push, settings);
   const extAuthz = workloadExtAuthz(proxy, push, settings, authz);
+  const obs = hcmObservability(proxy, push.mesh, settings);
   out.push(
-    cache.getOrBuild('lds', `lv-in|${JSON.stringify(inbound)}|${JSON.stringify(settings)}|${mtls.key}|${authz.key}|${jwt.key}|${extAuthz.key}|m${objectId(push.mesh)}`, () => ({
+    cache.getOrBuild('lds', `lv-in|${JSON.stringify(inbound)}|${JSON.stringify(settings)}|${obs.key}|${mtls.key}|${authz.key}|${jwt.key}|${extAuthz.key}|m${objectId(push.mesh)}`, () => ({
       name: VIRTUAL_INBOUND_LISTENER,
       typeUrl: TypeUrl.Listener,
-      bytes: encode(Listener, buildInboundListener({ ports: inbound, mtls, authz, jwt, extAuthz, mesh: push.mesh, hcm: hcmOptions(settings, '') })),
+      bytes: encode(Listener, buildInboundListener({ ports: inbound, mtls, authz, jwt, extAuthz, mesh: push.mesh, hcm: hcmOptions(settings, '', obs) })),
     })),
   );
   out.push(...outboundListeners(input));

@@ -22,6 +22,8 @@ export interface GeneratorSettings {
   readonly extAuthz: boolean;
   /** DISC_JWT_ENABLE_REMOTE_JWKS: in-mesh jwksUris are fetched by the proxy (remote_jwks). */
   readonly remoteJwks: boolean;
+  /** DISC_TRACE_SAMPLING: the share of requests traced (0..100) where a proxy's ProxyConfig sets none. */
+  readonly traceSampling: number;
 }
 
 export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
@@ -36,6 +38,7 @@ export const DEFAULT_GENERATOR_SETTINGS: GeneratorSettings = Object.freeze({
   authn: true,
   extAuthz: true,
   remoteJwks: false,
+  traceSampling: 1,
 });
 
 const settingsKeys = new WeakMap<GeneratorSettings, string>();
