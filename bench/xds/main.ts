@@ -91,7 +91,7 @@ const USAGE = `usage: npm run bench:xds -- [options]
   --budget S              matrix: skip a run estimated to take longer than S seconds [300]
   --streams-per-channel K ADS streams per grpc-js channel (HTTP/2 connection) [100]
   --h2-window BYTES       HTTP/2 flow-control window of the client channels; 0 = Node's 64 KiB default [16777216]
-  --policies N            N AuthorizationPolicies selecting the clients (ALLOW/DENY by peer, request principal, claim) and one RequestAuthentication per namespace [0]
+  --policies N            N AuthorizationPolicies selecting the clients (ALLOW/DENY by peer, request principal, claim), one RequestAuthentication per namespace, N PeerAuthentications (mesh, namespace, workload with port overrides) and a service per client app so the clients have inbound ports [0]
   --vips                  give every ServiceEntry a virtual IP (as ClusterIP services have); default: none
   --grpc-hot PCT          grpc: PCT% of the clients dial the edited service (more samples for the edit figures) [0]
   --timeout S             give up on the initial phase after S seconds [300]
@@ -392,7 +392,7 @@ async function runOnce(services: number, clients: number, opts: Options): Promis
   const configDir = join(runDir, 'config');
   const profDir = o.cpuProf ? join(runDir, 'prof') : undefined;
   if (profDir) await mkdir(profDir, { recursive: true });
-  const mesh = new MeshConfig(configDir, services, o.vips, o.policies);
+  const mesh = new MeshConfig(configDir, services, o.vips, o.policies, clients);
   await mesh.writeAll();
   const windows: Window[] = [];
   let daemon: Daemon | undefined;

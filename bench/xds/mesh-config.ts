@@ -8,6 +8,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   HTTP_PORT,
+  clientAddress,
   endpointAddress,
   endpointCount,
   endpointVersion,
@@ -21,7 +22,11 @@ import {
 export const OBJECTS_PER_FILE = 500;
 const API_VERSION = 'networking.mesh.io/v1';
 
-type Kind = 'service-entries' | 'destination-rules' | 'virtual-services' | 'policies';
+type Kind = 'service-entries' | 'destination-rules' | 'virtual-services' | 'policies' | 'peer-authentications' | 'client-services';
+
+/** Client apps (`client-<c % 100>`): with policies, each is a service whose endpoints are its clients, so they have inbound ports. */
+const CLIENT_APPS = 100;
+const CLIENT_TCP_PORT = 9000;
 
 /** A key set for the RequestAuthentications (a public EC key; nothing is ever verified against it here). */
 const JWKS = '{"keys":[{"kty":"EC","crv":"P-256","x":"MezAum_tZTI8TbpDWrbopviqRjwWJ3uGM0Wlvbm68RQ","y":"RZJCdANcuGi24hg9HJeFjQ7iJQ0eJFYFHhlrKVQiBy8"}]}';
@@ -44,7 +49,42 @@ export class MeshConfig {
     readonly vips = false,
     /** AuthorizationPolicies in the clients' namespaces (ns-<p % 10>, selecting app client-<p % 100>), plus one RequestAuthentication per namespace. */
     readonly policies = 0,
+    /** Clients of the run: with policies, their apps become services (inbound ports for the policies to apply to). */
+    readonly clients = 0,
   ) {}
+
+  /**
+   * PeerAuthentication p (as many as AuthorizationPolicies): p = 0 mesh-wide PERMISSIVE in the root
+   * namespace; 1..10 namespace-wide, STRICT for odd namespaces, UNSET (inherit) for even; past that
+   * workload-level for app client-<p % 100> with a port-level override of the HTTP port
+   * (PERMISSIVE or DISABLE) and the TCP port STRICT.
+   */
+  private peerAuthentication(p: number): string {
+    const head = (name: string, ns: string): string => `apiVersion: security.mesh.io/v1\nkind: PeerAuthentication\nmetadata:\n  name: ${name}\n  namespace: ${ns}\nspec:\n`;
+    if (p === 0) return `${head('default', 'mesh-system')}  mtls:\n    mode: PERMISSIVE\n`;
+    if (p <= 10) {
+      const n = p - 1;
+      return `${head('default', `ns-${n}`)}  mtls:\n    mode: ${n % 2 === 1 ? 'STRICT' : 'UNSET'}\n`;
+    }
+    const app = p % CLIENT_APPS;
+    return (
+      `${head(`pa-${p}`, `ns-${app % 10}`)}  selector:\n    matchLabels:\n      app: client-${app}\n  mtls:\n    mode: ${p % 3 === 0 ? 'STRICT' : 'PERMISSIVE'}\n` +
+      `  portLevelMtls:\n    ${HTTP_PORT}:\n      mode: ${p % 2 === 0 ? 'PERMISSIVE' : 'DISABLE'}\n    ${CLIENT_TCP_PORT}:\n      mode: STRICT\n`
+    );
+  }
+
+  /** The service of client app k: an HTTP and a TCP port, its clients' addresses as endpoints. */
+  private clientService(k: number): string {
+    const ns = `ns-${k % 10}`;
+    const eps: string[] = [];
+    for (let c = k; c < this.clients; c += CLIENT_APPS) eps.push(`    - address: ${clientAddress(c)}\n`);
+    return (
+      `apiVersion: ${API_VERSION}\nkind: ServiceEntry\nmetadata:\n  name: client-${k}\n  namespace: ${ns}\n` +
+      `spec:\n  hosts:\n    - client-${k}.${ns}.svc.cluster.local\n  location: MESH_INTERNAL\n  resolution: STATIC\n` +
+      `  ports:\n    - number: ${HTTP_PORT}\n      name: http\n      protocol: HTTP\n    - number: ${CLIENT_TCP_PORT}\n      name: tcp\n      protocol: TCP\n` +
+      `  endpoints:\n${eps.join('')}`
+    );
+  }
 
   /** Policy p: an AuthorizationPolicy; past `policies`, RequestAuthentication p - policies (one per namespace). */
   private policy(p: number): string {
@@ -100,6 +140,14 @@ export class MeshConfig {
       for (let p = 0; p < (this.policies > 0 ? this.policies + 10 : 0); p++) out.push(p);
       return out;
     }
+    if (kind === 'peer-authentications') {
+      for (let p = 0; p < this.policies; p++) out.push(p);
+      return out;
+    }
+    if (kind === 'client-services') {
+      for (let k = 0; k < (this.policies > 0 ? Math.min(CLIENT_APPS, this.clients) : 0); k++) out.push(k);
+      return out;
+    }
     for (let i = 0; i < this.services; i++) if (kind !== 'virtual-services' || hasVirtualService(i)) out.push(i);
     return out;
   }
@@ -117,7 +165,11 @@ export class MeshConfig {
           ? (i: number) => this.destinationRule(i)
           : kind === 'policies'
             ? (i: number) => this.policy(i)
-            : (i: number) => this.virtualService(i);
+            : kind === 'peer-authentications'
+              ? (i: number) => this.peerAuthentication(i)
+              : kind === 'client-services'
+                ? (i: number) => this.clientService(i)
+                : (i: number) => this.virtualService(i);
     return all.map(one).join('---\n');
   }
 
@@ -129,7 +181,7 @@ export class MeshConfig {
   async writeAll(): Promise<string[]> {
     await mkdir(this.dir, { recursive: true });
     const names: string[] = [];
-    for (const kind of ['service-entries', 'destination-rules', 'virtual-services', 'policies'] as const) {
+    for (const kind of ['service-entries', 'destination-rules', 'virtual-services', 'policies', 'peer-authentications', 'client-services'] as const) {
       const n = Math.ceil(this.indices(kind).length / OBJECTS_PER_FILE);
       for (let c = 0; c < n; c++) {
         const name = this.fileName(kind, c);

@@ -82,22 +82,24 @@ describe('daemon metrics of the spec', () => {
 
   it('a config edit is an event, a quiesced timer and a published snapshot; duplicates are counted', async () => {
     const events = await d.metric('cfg_runtime_processor_events_processed_total');
+    const changes = await d.metric('cfg_runtime_strategy_on_change_total');
     const published = await d.metric('cfg_runtime_processor_snapshots_published_total');
     const quiesced = await d.metric('cfg_runtime_strategy_timer_quiesce_reached_total');
     expect(await d.metric('disc_vservice_dup_domain')).toBe(0);
     expect(await d.metric('disc_destrule_subsets')).toBe(0);
 
-    await dir.write('routes.yaml', [vs('a', 'reviews.default.svc.cluster.local'), vs('b', 'reviews'), dr('r1', 'reviews', ['v1', 'v2']), dr('r2', 'reviews.default.svc.cluster.local', ['v2', 'v3'])]);
-    await eventually('the snapshot to be published', async () => (await d.metric('cfg_runtime_processor_snapshots_published_total')) > published, { timeoutMs: 10_000 });
+    // one file is one change of the store (docs/adr/0163): two files of two objects, two requests to the strategy
+    await dir.write('routes.yaml', [vs('a', 'reviews.default.svc.cluster.local'), vs('b', 'reviews')]);
+    await dir.write('rules.yaml', [dr('r1', 'reviews', ['v1', 'v2']), dr('r2', 'reviews.default.svc.cluster.local', ['v2', 'v3'])]);
+    await eventually('both files in a published snapshot', async () => (await d.metric('cfg_runtime_state_type_instances_total', { type_url: 'networking.mesh.io/v1/DestinationRule' })) === 2, { timeoutMs: 10_000 });
+    expect(await d.metric('cfg_runtime_processor_snapshots_published_total')).toBeGreaterThan(published);
     expect(await d.metric('cfg_runtime_processor_events_processed_total')).toBeGreaterThanOrEqual(events + 4);
-    expect(await d.metric('cfg_runtime_strategy_on_change_total')).toBeGreaterThanOrEqual(events + 4);
+    expect(await d.metric('cfg_runtime_strategy_on_change_total')).toBeGreaterThanOrEqual(changes + 2);
     expect(await d.metric('cfg_runtime_strategy_timer_quiesce_reached_total')).toBeGreaterThan(quiesced);
-    // the four objects arrived together: one timer, reset by the later three
-    expect(await d.metric('cfg_runtime_strategy_timer_resets_total')).toBeGreaterThanOrEqual(3);
     expect(await d.metric('cfg_runtime_processor_snapshot_events_total_count')).toBeGreaterThanOrEqual(1);
-    expect(await d.metric('cfg_runtime_processor_snapshot_events_total_sum')).toBeGreaterThanOrEqual(4);
+    expect(await d.metric('cfg_runtime_processor_snapshot_events_total_sum')).toBeGreaterThanOrEqual(1);
     expect(await d.metric('cfg_runtime_processor_snapshot_lifetime_duration_milliseconds_count')).toBeGreaterThanOrEqual(1);
-    expect(await d.metric('cfg_runtime_processor_event_span_duration_milliseconds_count')).toBeGreaterThanOrEqual(3);
+    expect(await d.metric('cfg_runtime_processor_event_span_duration_milliseconds_count')).toBeGreaterThanOrEqual(1);
     expect(await d.metric('cfg_runtime_state_type_instances_total', { type_url: 'networking.mesh.io/v1/VirtualService' })).toBe(2);
     expect(await d.metric('cfg_runtime_state_type_instances_total', { type_url: 'networking.mesh.io/v1/DestinationRule' })).toBe(2);
     // b claims the host a (older) claims; r2 defines v2 again for the host of r1
@@ -105,6 +107,7 @@ describe('daemon metrics of the spec', () => {
     expect(await d.metric('disc_destrule_subsets')).toBe(1);
 
     await dir.remove('routes.yaml');
+    await dir.remove('rules.yaml');
     await eventually('the duplicates to go', async () => (await d.metric('disc_vservice_dup_domain')) === 0 && (await d.metric('disc_destrule_subsets')) === 0, { timeoutMs: 10_000 });
     expect(await d.metric('cfg_runtime_state_type_instances_total', { type_url: 'networking.mesh.io/v1/VirtualService' })).toBe(0);
   });

@@ -37,6 +37,45 @@ describe('Debouncer', () => {
     jest.useRealTimers();
   });
 
+  it('tells its observer each change, each timer reset and why a burst fired (the cfg_runtime_strategy_* metrics)', () => {
+    const seen: string[] = [];
+    const r = recorder();
+    const d = new Debouncer(100, 250, r.fire, Date.now, {
+      onChange: (since) => seen.push(`change ${since ?? '-'}`),
+      timerReset: () => seen.push('reset'),
+      fired: (reason, requests) => seen.push(`fired ${reason} ${requests}`),
+    });
+    d.push(pushRequest({ full: true, reason: 'config' }));
+    jest.advanceTimersByTime(50);
+    d.push(pushRequest({ full: true, reason: 'config' }));
+    jest.advanceTimersByTime(100);
+    // quiet for 100 ms after the second: fired on the quiesce timer, carrying both requests
+    d.push(pushRequest({ full: true, reason: 'config' }));
+    for (let i = 0; i < 4; i++) {
+      jest.advanceTimersByTime(80);
+      d.push(pushRequest({ full: true, reason: 'config' }));
+    }
+    jest.advanceTimersByTime(300);
+    expect(seen).toEqual([
+      'change -',
+      'change 50',
+      'reset',
+      'fired quiesce 2',
+      'change 100',
+      'change 80',
+      'reset',
+      'change 80',
+      'reset',
+      'change 80',
+      'reset',
+      // 240 ms after the burst's first request: the 250 ms maximum cuts the quiet period short
+      'fired max 4',
+      'change 80',
+      'fired quiesce 1',
+    ]);
+    expect(r.fired).toHaveLength(3);
+  });
+
   it('fires DISC_DEBOUNCE_AFTER after a single event, not before', () => {
     const r = recorder();
     const d = new Debouncer(100, 10_000, r.fire, () => Date.now());
