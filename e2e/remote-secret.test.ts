@@ -2,18 +2,23 @@
  * `meshctl x create-remote-secret` on the local plane: the Secret it prints carries the multicluster
  * label and one kubeconfig keyed by the cluster ID; that kubeconfig, used as another cluster's
  * meshd would, reads this cluster's services and pods as the reader service account and may not
- * write (least privilege). The Secret is accepted by a second API server as it is printed. Bad
- * input ends with a clear message and exit 1.
+ * write (least privilege). The Secret is accepted by a second API server as it is printed, and a
+ * meshd (the built daemon) whose own cluster is that second server reads this cluster's endpoints
+ * through it, under the cluster ID given as --name. A Secret of an account without rights, or with
+ * a wrong token, is named in meshd's log and metrics, and meshd stays ready. Bad input ends with a
+ * clear message and exit 1.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { main as meshctl } from '../src/cli/meshctl.js';
 import { clustersOfSecret } from '../src/controllers/remote-clusters/secrets.js';
 import { KubeClient } from '../src/kube/client.js';
 import type { KubeObject } from '../src/kube/types.js';
 import { captureIO } from '../test/cli/capture.js';
+import { makeConfigDir, startDaemon, type ConfigDir, type Daemon } from '../test/support/daemon.js';
+import { eventually } from '../test/support/eventually.js';
 import { createNamespace, deleteNamespace, kubeTestEnv } from '../test/kube/helpers.js';
 import { REMOTE_APISERVER_START_TIMEOUT_MS, REMOTE_APISERVER_STOP_TIMEOUT_MS, startRemoteApiServer, type RemoteApiServer } from '../test/support/remote-apiserver.js';
 
@@ -80,23 +85,117 @@ describe('meshctl x create-remote-secret', () => {
     expect(token(again)).toBe(token(secret));
   }, 60_000);
 
-  it('is accepted as printed by another cluster\'s API server, and reads back as one cluster', async () => {
+  describe('on another cluster', () => {
+    const OTHER = 'cluster-b';
     let other: RemoteApiServer | undefined;
-    try {
-      other = await startRemoteApiServer();
-      const { client: far } = await KubeClient.create({ kubeconfig: other.kubeconfig, qps: 0 });
-      try {
-        await far.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }).catch(() => undefined);
-        await far.create(secret);
-        const stored = await far.get({ apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 'mesh-remote-secret-cluster-a' });
-        expect(clustersOfSecret(stored as never).map((c) => [c.clusterId, c.kubeconfig])).toEqual([['cluster-a', secret.stringData['cluster-a']]]);
-      } finally {
-        far.close();
-      }
-    } finally {
-      await other?.stop();
+    let far: KubeClient | undefined;
+    let daemon: Daemon | undefined;
+    let configDir: ConfigDir | undefined;
+    const host = (name: string): string => `${name}.${ns}.svc.cluster.local`;
+
+    /** `cluster address:port` of a service in meshd's /debug/endpointz, sorted. */
+    async function endpointz(name: string): Promise<string[]> {
+      const dump = (await daemon!.debug('endpointz')) as Array<{ hostname: string; endpoints: Array<{ clusterId: string; address: string; port: number }> }>;
+      return (dump.find((s) => s.hostname === host(name))?.endpoints ?? []).map((e) => `${e.clusterId} ${e.address}:${e.port}`).sort();
     }
-  }, REMOTE_APISERVER_START_TIMEOUT_MS + REMOTE_APISERVER_STOP_TIMEOUT_MS);
+
+    /** Runs create-remote-secret and stores its Secret on the other API server as printed. */
+    async function printAndStore(extra: string[]): Promise<typeof secret> {
+      const r = await run(['x', 'create-remote-secret', '-c', kubeconfig, '-i', ns!, ...extra]);
+      expect(r).toMatchObject({ code: 0, stderr: '' });
+      const printed = parse(r.stdout) as typeof secret;
+      await far!.create(printed);
+      return printed;
+    }
+
+    const diagnostics = (): string => `--- meshd log tail ---\n${daemon?.logs().slice(-6000) ?? ''}`;
+
+    beforeAll(async () => {
+      other = await startRemoteApiServer();
+      far = (await KubeClient.create({ kubeconfig: other.kubeconfig, qps: 0 })).client;
+      await far.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+      // In this cluster: a Service without selector and its EndpointSlice (no controller writes one for it).
+      await client.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'echo', namespace: ns }, spec: { ports: [{ name: 'http', port: 8080, targetPort: 8080 }] } } as KubeObject);
+      await client.create({
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: { name: 'echo-manual', namespace: ns, labels: { 'kubernetes.io/service-name': 'echo', 'endpointslice.kubernetes.io/managed-by': 'mesh-tests' } },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: ['198.18.60.1'], conditions: { ready: true } }, { addresses: ['198.18.60.2'], conditions: { ready: true } }],
+        ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+      } as KubeObject);
+      // A service account of this cluster without any role, for the forbidden case.
+      await client.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'no-rights', namespace: ns } });
+    }, REMOTE_APISERVER_START_TIMEOUT_MS);
+
+    afterAll(async () => {
+      await daemon?.stop();
+      await configDir?.cleanup();
+      far?.close();
+      await other?.stop();
+    }, REMOTE_APISERVER_STOP_TIMEOUT_MS);
+
+    it('accepts the Secret as printed, and its meshd reads this cluster\'s endpoints under the --name cluster ID', async () => {
+      await far!.create(secret);
+      const stored = await far!.get({ apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 'mesh-remote-secret-cluster-a' });
+      expect(clustersOfSecret(stored as never).map((c) => [c.clusterId, c.kubeconfig])).toEqual([['cluster-a', secret.stringData['cluster-a']]]);
+
+      // meshd of the other cluster: its own cluster is the other API server, its remote Secrets are in
+      // `ns` there; its mesh config comes from an empty directory (the other server has no mesh CRDs).
+      configDir = await makeConfigDir();
+      daemon = await startDaemon({
+        registries: 'Cluster',
+        configDir: configDir.path,
+        args: ['--clusterconfig', other!.kubeconfig, '--clusterID', OTHER, '--clusterRegistriesNamespace', ns!],
+        // No controller runs for the other API server: meshd reads EndpointSlices; a remote cluster must sync before ready.
+        env: { POD_NAMESPACE: ns, DISC_ENABLE_STATUS: 'false', DISC_USE_ENDPOINT_SLICE: 'true', DISC_REMOTE_CLUSTER_TIMEOUT: '30s' },
+        readyTimeoutMs: 45_000,
+      });
+      expect(await endpointz('echo')).toEqual(['cluster-a 198.18.60.1:8080', 'cluster-a 198.18.60.2:8080']);
+      expect(await daemon.metric('meshd_managed_clusters')).toBe(2);
+      expect(await daemon.metric('remote_cluster_sync_timeouts_total')).toBe(0);
+      expect(daemon.logs()).toContain('remote cluster cluster-a synced in');
+
+      // An endpoint change in this cluster reaches the other cluster's meshd.
+      await client.mergePatch(
+        { apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', namespace: ns, name: 'echo-manual' },
+        { endpoints: [{ addresses: ['198.18.60.3'], conditions: { ready: true } }] },
+      );
+      await eventually('the endpoint change to reach meshd', async () => (await endpointz('echo')).join() === 'cluster-a 198.18.60.3:8080', { timeoutMs: 20_000, diagnostics, retryErrors: true });
+    }, 60_000);
+
+    it('names a kubeconfig whose account may not read, or whose token is wrong, in its log and metrics, and stays ready', async () => {
+      expect(daemon).toBeDefined();
+      const errors = (): Promise<number> => daemon!.metric('controller_sync_errors_total', { controller: 'remote-cluster-registry' });
+      const before = await errors();
+      // The real command, for an account of this cluster that exists but has no role.
+      await printAndStore(['--service-account', 'no-rights', '--name', 'cluster-denied']);
+      // The reader's Secret with a token this cluster does not know.
+      const config = parse(secret.stringData['cluster-a']) as { users: Array<{ user: { token: string } }> };
+      config.users[0].user.token = `${config.users[0].user.token.slice(0, -8)}AAAAAAAA`;
+      await far!.create({
+        ...secret,
+        metadata: { ...secret.metadata, name: 'mesh-remote-secret-cluster-badtoken' },
+        stringData: { 'cluster-badtoken': stringify(config) },
+      });
+
+      await eventually(
+        'meshd to log both clusters\' failures',
+        () => /remote cluster cluster-denied: \w+ informer: \w+: .*forbidden/i.test(daemon!.logs()) && /remote cluster cluster-badtoken: \w+ informer: \w+: .*(unauthorized|401)/i.test(daemon!.logs()),
+        { timeoutMs: 20_000, diagnostics },
+      );
+      expect(await errors()).toBeGreaterThan(before);
+      expect(daemon!.logs()).toMatch(/cluster-denied.*system:serviceaccount:[^:]+:no-rights/);
+      // No secret material in the log.
+      expect(daemon!.logs()).not.toContain(config.users[0].user.token);
+      expect(daemon!.logs()).not.toContain((parse(secret.stringData['cluster-a']) as typeof config).users[0].user.token);
+      // Ready, still serving the cluster it can read, and nothing of the two it cannot.
+      expect(daemon!.running()).toBe(true);
+      expect(await daemon!.ready()).toBe(true);
+      expect(await endpointz('echo')).toEqual(['cluster-a 198.18.60.3:8080']);
+      expect(await daemon!.metric('meshd_managed_clusters')).toBe(4);
+    }, 60_000);
+  });
 
   it.each([
     ['a missing service account', ['--service-account', 'nobody'], /service account \S+\/nobody not found \(install the mesh, or give --create-service-account\)/],
