@@ -98,11 +98,11 @@ describe('work queue', () => {
     q.add('flaky');
     await eventually('four tries', () => times.length === 4, { timeoutMs: 3000 });
     const gaps = times.slice(1).map((t, i) => t - times[i]);
-    // 40, 80, 160 ms
+    // 40, 80, 160 ms: lower bounds only (a loaded machine may add to any gap, so gaps are not
+    // compared with each other); a constant or linear delay fails the second or third bound
     expect(gaps[0]).toBeGreaterThanOrEqual(38);
     expect(gaps[1]).toBeGreaterThanOrEqual(78);
     expect(gaps[2]).toBeGreaterThanOrEqual(158);
-    expect(gaps[2]).toBeGreaterThan(gaps[1]);
     expect(q.numRequeues('flaky')).toBe(0);
     // Another key starts from the base delay.
     expect(q.numRequeues('other')).toBe(0);
