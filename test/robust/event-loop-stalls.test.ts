@@ -111,8 +111,11 @@ describe('event-loop stalls', () => {
     expect(result.error).toBeUndefined();
     expect(result.body!.length).toBeGreaterThanOrEqual(streams.length);
     expect(answered).toBeGreaterThan(5);
-    // rendered in one piece (JSON.stringify of the whole view), the render was one stall
-    expect(longestMs).toBeLessThan(tookMs / 3);
+    // rendered in one piece (JSON.stringify of the whole view), the render was one stall, nearly all
+    // of the time. Rendered over turns, what remains is the one message the answer is sent in, and
+    // this test process's own decoding of it (the probe shares its event loop): 21-38 % of the time
+    // measured (1.19 of 5.6 s quiet; 1.29 of 3.4 s in a full CI run), so the bound is half.
+    expect(longestMs).toBeLessThan(tookMs / 2);
   });
 });
 
