@@ -44,6 +44,8 @@ function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]
 function inferredType(option: Option): string {
   if ((!option.required && !option.optional) || option.flags.endsWith('[bool]')) return 'bool';
   if (/<duration>/.test(option.flags)) return 'duration';
+  // A single number: a port, an id or a count of seconds (a list such as <name=port> stays a string).
+  if (/ <(port|uid|gid|seconds)>$/.test(option.flags)) return 'int';
   if (Array.isArray(option.defaultValue) && option.parseArg) {
     // Repeatable: a comma-separated list per flag (stringSlice) or one value per flag (stringArray).
     const parsed = (option.parseArg as (value: string, previous: unknown) => unknown)('a,b', []);
