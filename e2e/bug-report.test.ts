@@ -14,7 +14,7 @@ import path from 'node:path';
 import { main as meshctl } from '../src/cli/meshctl.js';
 import type { KubeClient } from '../src/kube/client.js';
 import { captureIO } from '../test/cli/capture.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv } from '../test/kube/helpers.js';
+import { applyMeshCrds, createNamespace, kubeTestEnv, tearDown } from '../test/kube/helpers.js';
 import { startDaemon, type Daemon } from '../test/support/daemon.js';
 import { eventually } from '../test/support/eventually.js';
 import { TestProxy } from '../test/support/proxy-dump.js';
@@ -68,14 +68,7 @@ beforeAll(async () => {
   await eventually('meshd to know the VirtualService', async () => JSON.stringify(await daemon.debug('configz')).includes(`"${appNs}"`), { retryErrors: true });
 }, 180_000);
 
-afterAll(async () => {
-  proxy?.close();
-  await daemon?.stop();
-  await deleteNamespace(client, meshNs);
-  await deleteNamespace(client, appNs);
-  client?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+afterAll(() => tearDown({ close: [proxy], daemon, client, namespaces: [meshNs, appNs], dir }), 60_000);
 
 describe('bug-report', () => {
   it('writes an archive of cluster, mesh, meshd and proxy state, recording what it could not read', async () => {

@@ -16,7 +16,7 @@ import type { KubeClient } from '../src/kube/client.js';
 import type { KubeObject } from '../src/kube/types.js';
 import { captureIO } from '../test/cli/capture.js';
 import { expectGolden, normalize } from '../test/cli/golden.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv, powerlessKubeconfig } from '../test/kube/helpers.js';
+import { applyMeshCrds, createNamespace, kubeTestEnv, powerlessKubeconfig, tearDown } from '../test/kube/helpers.js';
 import { startDaemon, type Daemon } from '../test/support/daemon.js';
 import { eventually } from '../test/support/eventually.js';
 import { TestProxy } from '../test/support/proxy-dump.js';
@@ -133,14 +133,7 @@ beforeAll(async () => {
   await proxy.start();
 }, 180_000);
 
-afterAll(async () => {
-  proxy?.close();
-  await daemon?.stop();
-  await deleteNamespace(client, meshNs);
-  await deleteNamespace(client, ns);
-  client?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+afterAll(() => tearDown({ close: [proxy], daemon, client, namespaces: [meshNs, ns], dir }), 60_000);
 
 describe('x describe', () => {
   it('pod: services, routes, subsets, TLS, mTLS, policies, and the proxy in meshd', async () => {

@@ -18,7 +18,7 @@ import { createCertificate } from '../src/agent/ca-client.js';
 import { createCsr } from '../src/ca/x509.js';
 import type { KubeClient } from '../src/kube/client.js';
 import { runMeshctl } from '../test/cli/run-meshctl.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv } from '../test/kube/helpers.js';
+import { applyMeshCrds, createNamespace, kubeTestEnv, tearDown } from '../test/kube/helpers.js';
 import { freePort, startDaemon, type Daemon } from '../test/support/daemon.js';
 import { eventually } from '../test/support/eventually.js';
 import { TestProxy } from '../test/support/proxy-dump.js';
@@ -83,14 +83,7 @@ beforeAll(async () => {
   await proxy.start();
 }, 180_000);
 
-afterAll(async () => {
-  proxy?.close();
-  await daemon?.stop();
-  await deleteNamespace(client, meshNs);
-  await deleteNamespace(client, appNs);
-  client?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+afterAll(() => tearDown({ close: [proxy], daemon, client, namespaces: [meshNs, appNs], dir }), 60_000);
 
 describe('certificate mode (--cert-dir)', () => {
   it('an identity of the mesh namespace reads proxy-status over TLS', async () => {

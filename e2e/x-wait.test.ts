@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { KubeClient } from '../src/kube/client.js';
 import { runMeshctl } from '../test/cli/run-meshctl.js';
-import { applyMeshCrds, createNamespace, deleteNamespace, kubeTestEnv } from '../test/kube/helpers.js';
+import { applyMeshCrds, createNamespace, kubeTestEnv, tearDown } from '../test/kube/helpers.js';
 import { startDaemon, type Daemon } from '../test/support/daemon.js';
 import { eventually } from '../test/support/eventually.js';
 import { TestProxy } from '../test/support/proxy-dump.js';
@@ -56,15 +56,7 @@ beforeAll(async () => {
   await Promise.all([steady.start(), stuck.start()]);
 }, 180_000);
 
-afterAll(async () => {
-  steady?.close();
-  stuck?.close();
-  await daemon?.stop();
-  await deleteNamespace(client, meshNs);
-  await deleteNamespace(client, ns);
-  client?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+afterAll(() => tearDown({ close: [steady, stuck], daemon, client, namespaces: [meshNs, ns], dir }), 60_000);
 
 describe('x wait', () => {
   it('returns once both proxies ACKed the edited VirtualService', async () => {

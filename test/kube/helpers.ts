@@ -3,6 +3,7 @@
  * test file, the project's CRDs applied with server-side apply, and waiting for a condition.
  */
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -96,4 +97,36 @@ export function describeEvent(e: InformerEvent<KubeObject>): string {
 
 export function configMap(namespace: string, name: string, data: Record<string, string>, labels: Record<string, string> = {}): KubeObject & { data: Record<string, string> } {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace, labels }, data };
+}
+
+/** What an end-to-end file set up against the local plane, in the order it is torn down. */
+export interface KubeTestTeardown {
+  /** Proxies or clients to close first, so that the daemon sees them go. */
+  readonly close?: ReadonlyArray<{ close(): void } | undefined>;
+  readonly daemon?: { stop(): Promise<unknown> } | undefined;
+  readonly client?: KubeClient | undefined;
+  readonly namespaces?: ReadonlyArray<string | undefined>;
+  readonly dir?: string | undefined;
+}
+
+/**
+ * Tears down what `beforeAll` made: clients closed, the daemon stopped, the namespaces deleted, the
+ * API client closed and the directory removed. Every step runs even when an earlier one failed (a
+ * `beforeAll` that failed half-way leaves some of them undefined); the first failure is rethrown.
+ */
+export async function tearDown(t: KubeTestTeardown): Promise<void> {
+  const failures: unknown[] = [];
+  const step = async (f: () => unknown): Promise<void> => {
+    try {
+      await f();
+    } catch (err) {
+      failures.push(err);
+    }
+  };
+  for (const c of t.close ?? []) await step(() => c?.close());
+  await step(() => t.daemon?.stop());
+  for (const ns of t.namespaces ?? []) if (t.client) await step(() => deleteNamespace(t.client!, ns));
+  await step(() => t.client?.close());
+  if (t.dir) await step(() => rmSync(t.dir!, { recursive: true, force: true }));
+  if (failures.length > 0) throw failures[0];
 }
