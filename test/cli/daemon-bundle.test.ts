@@ -4,8 +4,10 @@
  * gets ready (its secured port's certificate signed by the crypto pool's worker, itself a bundled
  * entry), and the caller and stack of its log lines name the sources (`src/<file>.ts:<line>`,
  * through the source maps beside the bundle), not the bundle's chunks. Two seconds after ready,
- * with no proxy connected, it gives start-up's memory back (ADR 0194): its resident size drops.
+ * with no proxy connected, it gives start-up's memory back (ADR 0194): its resident size drops; and
+ * it has started no crypto worker thread (its own serving certificate is signed on the main thread).
  */
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually } from '../support/eventually.js';
 import { makeConfigDir, REPO_ROOT, startDaemon, type ConfigDir, type Daemon } from '../support/daemon.js';
@@ -52,5 +54,9 @@ describe('the bundled daemon', () => {
     );
     const { rssBeforeMB, rssAfterMB } = JSON.parse(released) as { rssBeforeMB: number; rssAfterMB: number };
     expect(rssAfterMB).toBeLessThan(rssBeforeMB);
+    // Node names its threads; a worker_threads Worker runs as `WorkerThread`.
+    const threads = readdirSync(`/proc/${running.pid}/task`).map((t) => readFileSync(`/proc/${running.pid}/task/${t}/comm`, 'utf8').trim());
+    expect(threads).toContain('MainThread');
+    expect(threads).not.toContain('WorkerThread');
   }, 30_000);
 });
