@@ -6,7 +6,7 @@ FROM ${BUILD_IMAGE} AS build
 
 FROM ${NODE_IMAGE}
 COPY --from=build /app /app
-RUN ln -s /app/dist/cli/mesh-discovery.js /usr/local/bin/mesh-discovery \
+RUN ln -s /app/dist/bin/mesh-discovery.js /usr/local/bin/mesh-discovery \
  && ln -s /app/dist/bin/meshctl.js /usr/local/bin/meshctl
 USER 1337:1337
 ENTRYPOINT ["/usr/local/bin/mesh-discovery"]

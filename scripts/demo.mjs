@@ -46,7 +46,7 @@ console.log('demo: backends echo-v1 on 127.0.0.1:17070, echo-v2 on 127.0.0.1:170
 const daemon = spawn(
   process.execPath,
   [
-    join(root, 'dist/cli/mesh-discovery.js'), 'discovery',
+    join(root, 'dist/bin/mesh-discovery.js'), 'discovery',
     '--registries', 'Mock',
     '--configDir', join(root, 'examples/config'),
     '--meshConfig', join(root, 'examples/mesh.yaml'),

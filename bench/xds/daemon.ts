@@ -190,6 +190,8 @@ async function get(url: string, timeoutMs: number): Promise<{ status: number; bo
 export interface DaemonOptions {
   /** Directory with `dist/cli/mesh-discovery.js` (a snapshot, see snapshotDaemon). */
   readonly daemonRoot: string;
+  /** `cli`: tsc's output dist/cli/mesh-discovery.js; `bin`: the bundle dist/bin/mesh-discovery.js. */
+  readonly entry: 'cli' | 'bin';
   readonly configDir: string;
   readonly logFile: string;
   /** Extra environment for the daemon (DISC_DEBOUNCE_AFTER, …). */
@@ -224,7 +226,7 @@ export class Daemon {
   }
 
   static async start(o: DaemonOptions): Promise<Daemon> {
-    const cli = join(o.daemonRoot, 'dist', 'cli', 'mesh-discovery.js');
+    const cli = join(o.daemonRoot, 'dist', o.entry, 'mesh-discovery.js');
     if (!existsSync(cli)) throw new Error(`${cli} does not exist: run \`npm run build\` first`);
     const ports = new Set<number>();
     while (ports.size < 3) ports.add(await freePort());

@@ -81,6 +81,8 @@ interface Options {
   nodeMeta: Record<string, string>;
   /** Repository whose dist/ holds the daemon under test (default: this one). */
   daemonRepo?: string;
+  /** Run the bundle the package and image run (dist/bin/mesh-discovery.js) instead of tsc's output. */
+  bundle: boolean;
 }
 
 const USAGE = `usage: npm run bench:xds -- [options]
@@ -106,7 +108,8 @@ const USAGE = `usage: npm run bench:xds -- [options]
                           names each, a NACK storm, 50 MB bodies, 50 half-open connections per listener)
   --delta                 clients use delta xDS (DeltaAggregatedResources; --driver go only; the daemon needs MESH_DELTA_XDS=true)
   --node-meta K=V         add K=V to every client's node metadata (repeatable), e.g. DNS_CAPTURE=true
-  --daemon-repo DIR       measure the daemon built in DIR (its dist/) instead of this checkout's, e.g. a clone of main for before/after`;
+  --daemon-repo DIR       measure the daemon built in DIR (its dist/) instead of this checkout's, e.g. a clone of main for before/after
+  --bundle                run the daemon's bundle (dist/bin/mesh-discovery.js, what the package and image run) instead of tsc's output (dist/cli/)`;
 
 function parseArgs(argv: ReadonlyArray<string>): Options {
   const o: Options = {
@@ -133,6 +136,7 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
     delta: false,
     hostile: false,
     nodeMeta: {},
+    bundle: false,
   };
   const num = (flag: string, v: string | undefined): number => {
     const n = Number(v);
@@ -228,6 +232,9 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
         o.nodeMeta[kv.slice(0, eq)] = kv.slice(eq + 1);
         break;
       }
+      case '--bundle':
+        o.bundle = true;
+        break;
       case '--daemon-repo': {
         const v = next();
         if (!v) throw new Error('--daemon-repo needs a directory');
@@ -408,6 +415,7 @@ async function runOnce(services: number, clients: number, opts: Options): Promis
     if (!o.build) throw new Error('no daemon snapshot');
     daemon = await Daemon.start({
       daemonRoot: o.build.root,
+      entry: o.bundle ? 'bin' : 'cli',
       configDir,
       logFile: join(runDir, 'daemon.log'),
       // The daemon runs with the environment its Deployment gives it, then the user's additions.

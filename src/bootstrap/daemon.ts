@@ -42,6 +42,10 @@ import { PushActivity } from '../model/push-activity.js';
 import { bindSecurePort, startIdentity, type IdentitySide } from './identity.js';
 import type { WebhookSide } from './webhooks.js';
 import { getLogger } from '../log/logger.js';
+import { releaseStartupMemory } from './start-up-memory.js';
+
+/** From ready to the collection that returns start-up's memory: what start-up left running settles first. */
+const STARTUP_SETTLE_MS = 2000;
 
 export interface RunningDaemon {
   readonly grpcPort: number;
@@ -336,11 +340,20 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
     { grpc: grpcPort, secureGrpc: secure?.port, webhooks: webhooks?.port, ca: identity.caSource, monitoring: monitoringPort, http: httpPort, ctrlz: ctrlz?.port, services: model.current().push.services.length, registries: cfg.registries },
     'mesh-discovery ready',
   );
+  // Start-up's garbage and grown young generation back to the system, once, unless proxies already
+  // keep the daemon busy (ADR 0194).
+  const settle = setTimeout(() => {
+    if (ads.connections.size > 0) return;
+    const released = releaseStartupMemory();
+    if (released) logs.main.debug({ rssBeforeMB: Math.round(released.rssBefore / 1e6), rssAfterMB: Math.round(released.rssAfter / 1e6), ms: released.ms }, 'start-up memory released');
+  }, STARTUP_SETTLE_MS);
+  settle.unref();
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       ready = false;
+      clearTimeout(settle);
       logs.main.info({ within: `${cfg.shutdownMs}ms` }, 'shutting down');
       await controllers?.stop();
       model.stop();

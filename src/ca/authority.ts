@@ -127,12 +127,14 @@ export class CertificateAuthority implements WorkloadSigner {
    */
   async issueKeyPair(altNames: Partial<AltNames>, ttlMs: number): Promise<{ certChainPem: string; keyPem: string; notAfter: Date; key: KeyObject }> {
     const key = await generateKey('ec-p256');
-    const { der, material } = await this.issue(spkiOf(key), altNames, ttlMs);
+    // One signature now and then: on this thread, so an idle daemon starts no crypto worker for it (ADR 0194).
+    const { der, material } = await this.issue(spkiOf(key), altNames, ttlMs, false);
     const leaf = parseCertificate(der);
     return { certChainPem: [leaf.pem, ...chainAfterLeaf(material).map((c) => c.pem)].join(''), keyPem: privateKeyPem(key), notAfter: leaf.notAfter, key };
   }
 
-  private async issue(spki: Buffer, altNames: Partial<AltNames>, ttlMs: number): Promise<{ der: Buffer; material: SigningMaterial }> {
+  private async issue(spki: Buffer, altNames: Partial<AltNames>, ttlMs: number, usePool = true): Promise<{ der: Buffer; material: SigningMaterial }> {
+    const pool = usePool ? this.opts.pool : undefined;
     const build = async (): Promise<{ der: Buffer; material: SigningMaterial }> => {
       const material = this.material;
       const now = Date.now();
@@ -141,9 +143,9 @@ export class CertificateAuthority implements WorkloadSigner {
       const notBefore = new Date(Math.max(now - (this.opts.backdateMs ?? 60_000), material.signingCert.notBefore.getTime()));
       const template = { spki, notBefore, notAfter, isCA: false, altNames };
       const issuer = { subjectRaw: material.signingCert.subjectRaw, key: material.signingKey, keyId: material.signingCert.subjectKeyId };
-      const der = this.opts.pool ? await this.opts.pool.createCertificate(template, issuer) : await createCertificate(template, issuer);
+      const der = pool ? await pool.createCertificate(template, issuer) : await createCertificate(template, issuer);
       return { der, material };
     };
-    return this.opts.pool ? build() : this.queue.run(build);
+    return pool ? build() : this.queue.run(build);
   }
 }

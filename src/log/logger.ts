@@ -10,12 +10,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
 import pino from 'pino';
 import { createStream } from 'rotating-file-stream';
 import { ConfigError } from '../util/config-error.js';
 import { formatConsoleLine, logTimestamp } from './console-format.js';
+import { framePosition, mapFrame } from './source-position.js';
 import {
   DEFAULT_LOG_OPTIONS,
   LOGGER_SCOPES,
@@ -168,22 +168,27 @@ applyLevels();
 
 // ---- caller and stack ------------------------------------------------------------------------
 
-const THIS_FILE = fileURLToPath(import.meta.url);
-const PINO_DIR = `${path.sep}node_modules${path.sep}pino${path.sep}`;
-const FRAME_LOCATION = /\(?(?:file:\/\/)?([^()\s]+):(\d+):\d+\)?$/;
-
-/** Stack frames of the logging call site and its callers, without this module's and pino's. */
-function callSiteFrames(): string[] {
-  const lines = (new Error().stack ?? '').split('\n').slice(1);
-  return lines.map((l) => l.trim()).filter((l) => !l.includes(THIS_FILE) && !l.includes(PINO_DIR));
+/**
+ * Stack frames of the logging call site and its callers. V8 leaves out `entry` (the level method
+ * the caller invoked, pino's wrapper that called the hook) and every frame above it: this module's
+ * and pino's own frames, found by the function rather than by their files, which a bundle merges
+ * with everyone else's. Frames are mapped to the sources through their files' source maps.
+ */
+function callSiteFrames(entry: unknown): string[] {
+  const holder: { stack?: string } = {};
+  if (typeof entry === 'function') Error.captureStackTrace(holder, entry as (...args: unknown[]) => unknown);
+  // Not on the stack (a method called some other way): everything above the hook's caller.
+  if (!holder.stack?.includes('\n')) Error.captureStackTrace(holder, logMethod);
+  const lines = (holder.stack ?? '').split('\n').slice(1);
+  return lines.map((l) => mapFrame(l.trim()));
 }
 
 function callerOf(frame: string | undefined): string | undefined {
-  const m = frame === undefined ? null : FRAME_LOCATION.exec(frame);
-  if (!m) return undefined;
-  const relative = path.relative(process.cwd(), m[1]);
-  const file = relative.startsWith('..') || path.isAbsolute(relative) ? path.basename(m[1]) : relative;
-  return `${file}:${m[2]}`;
+  const pos = frame === undefined ? undefined : framePosition(frame);
+  if (pos === undefined) return undefined;
+  const relative = path.relative(process.cwd(), pos.file);
+  const file = relative.startsWith('..') || path.isAbsolute(relative) ? path.basename(pos.file) : relative;
+  return `${file}:${pos.line}`;
 }
 
 type LogArgs = Parameters<pino.LogFn>;
@@ -194,7 +199,7 @@ function logMethod(this: Logger, args: LogArgs, method: pino.LogFn, level: numbe
     method.apply(this, args);
     return;
   }
-  const frames = callSiteFrames();
+  const frames = callSiteFrames((this as unknown as Record<string, unknown>)[this.levels.labels[level]]);
   const extra: Record<string, string> = {};
   const caller = state.caller ? callerOf(frames[0]) : undefined;
   if (caller !== undefined) extra.caller = caller;

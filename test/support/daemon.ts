@@ -18,6 +18,8 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 export const DAEMON_CLI = join(REPO_ROOT, 'dist', 'cli', 'mesh-discovery.js');
 
 export interface StartDaemonOptions {
+  /** The daemon's entry file (default `dist/cli/mesh-discovery.js`, tsc's output; `dist/bin/mesh-discovery.js` is the bundle the package and image run). */
+  readonly entry?: string;
   /** Directory of config YAML files (`--configDir`). */
   readonly configDir?: string;
   /** Environment on top of the test process's own; `undefined` removes a variable. */
@@ -108,8 +110,9 @@ export class DaemonStartError extends Error {}
  * new ports, at most three times.
  */
 export async function startDaemon(options: StartDaemonOptions = {}): Promise<Daemon> {
-  if (!existsSync(DAEMON_CLI)) {
-    throw new DaemonStartError(`${DAEMON_CLI} does not exist: run \`npm run build\` before the end-to-end tests`);
+  const entry = options.entry ?? DAEMON_CLI;
+  if (!existsSync(entry)) {
+    throw new DaemonStartError(`${entry} does not exist: run \`npm run build\` before the end-to-end tests`);
   }
   let lastError: unknown;
   for (let attempt = 1; attempt <= 3; attempt++) {
@@ -137,7 +140,7 @@ async function startOnce(options: StartDaemonOptions): Promise<Daemon> {
   const meshConfig = options.meshConfig ?? join(tmpdir(), `mesh-e2e-no-mesh-config-${process.pid}-${grpcPort}`);
 
   const args = [
-    DAEMON_CLI,
+    options.entry ?? DAEMON_CLI,
     'discovery',
     '--registries',
     registries,
