@@ -127,7 +127,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const onWarn = (r: ConfigRejection): void => {
     logs.source.warn({ origin: r.origin, kind: r.kind, name: r.name, namespace: r.namespace, warnings: r.issues }, `config has warnings: ${configReportText(r)}`);
   };
-  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject, onWarn, onDirLost: () => metrics.configDirLost.inc() }) : undefined;
+  const fileSource = cfg.configDir ? new FileConfigSource({ dir: cfg.configDir, store, defaultNamespace: 'default', onReject, onWarn, onDirLost: () => metrics.configDirLost.inc(), onChangePending: () => pushes.begin() }) : undefined;
   if (fileSource) await fileSource.start();
   else if (!useCluster) store.markSynced();
   // Modules only a cluster or the webhooks need are loaded when used: a daemon on file config does
@@ -227,10 +227,8 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   });
   model.onPush((req) => {
     ads.push(req);
-    // one span covers every push queued until the transport is idle
-    if (pushes.busy) return;
-    const end = pushes.begin();
-    void ads.idle().then(end, end);
+    // held until the transport has delivered it (the model's own span ends here; docs/adr/0180)
+    pushes.delivering(() => ads.idle());
   });
   if (credentials) {
     // the Secrets read are those the connected gateways' configuration names, in their namespaces

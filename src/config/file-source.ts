@@ -49,6 +49,12 @@ export interface FileConfigSourceOptions {
   readonly onDirLost?: () => void;
   /** Called on I/O and internal errors; the source keeps running. */
   readonly onError?: (error: Error) => void;
+  /**
+   * Told when a watch event starts the wait for a rescan; the function it returns is called once
+   * that rescan is done (the store has the changes). The daemon holds certificate admission
+   * meanwhile: the edit is on its way to a push (docs/adr/0180).
+   */
+  readonly onChangePending?: () => () => void;
   /** Use fs.watch (default true). */
   readonly watch?: boolean;
   /** Safety rescan period while watchers work (default 1000 ms). */
@@ -91,8 +97,8 @@ function objectId(kind: string, namespace: string, name: string): string {
 }
 
 export class FileConfigSource {
-  private readonly opts: Required<Omit<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError' | 'onDirLost'>> &
-    Pick<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError' | 'onDirLost'>;
+  private readonly opts: Required<Omit<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError' | 'onDirLost' | 'onChangePending'>> &
+    Pick<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError' | 'onDirLost' | 'onChangePending'>;
   private readonly files = new Map<string, FileState>();
   private readonly watchers = new Map<string, FSWatcher>();
   private watchFailed = false;
@@ -103,6 +109,8 @@ export class FileConfigSource {
   private scanning: Promise<void> | undefined;
   private rescanRequested = false;
   private debounceTimer: NodeJS.Timeout | undefined;
+  /** Ends the `onChangePending` span, while one is open. */
+  private pendingEnd: (() => void) | undefined;
   private periodicTimer: NodeJS.Timeout | undefined;
 
   constructor(options: FileConfigSourceOptions) {
@@ -133,6 +141,7 @@ export class FileConfigSource {
     this.stopped = true;
     clearTimeout(this.debounceTimer);
     clearTimeout(this.periodicTimer);
+    this.endPending();
     for (const w of this.watchers.values()) w.close();
     this.watchers.clear();
     await this.scanning;
@@ -168,7 +177,14 @@ export class FileConfigSource {
   private trigger(): void {
     if (this.stopped) return;
     clearTimeout(this.debounceTimer);
-    this.debounceTimer = setTimeout(() => void this.rescan(), this.opts.debounceMs);
+    this.pendingEnd ??= this.opts.onChangePending?.();
+    this.debounceTimer = setTimeout(() => void this.rescan().finally(() => this.endPending()), this.opts.debounceMs);
+  }
+
+  private endPending(): void {
+    const end = this.pendingEnd;
+    this.pendingEnd = undefined;
+    end?.();
   }
 
   private schedulePeriodic(): void {

@@ -25,6 +25,17 @@ export interface IssuerSource {
 /** Verified certificates remembered (by SHA-256 of their DER) until they expire; at most this many. */
 const MAX_REMEMBERED = 4096;
 
+/**
+ * SHA-256 of a certificate, remembered per Buffer: the calls of one connection hand over the same
+ * Buffer (./authn.ts keeps it per connection), so a connection's certificate is hashed once.
+ */
+const digests = new WeakMap<Buffer, string>();
+function digestOf(der: Buffer): string {
+  let d = digests.get(der);
+  if (d === undefined) digests.set(der, (d = createHash('sha256').update(der).digest('base64url')));
+  return d;
+}
+
 export class ClientCertificateAuthenticator implements Authenticator {
   /**
    * A workload presents the same certificate on every call of a connection: its verdict is kept,
@@ -47,7 +58,7 @@ export class ClientCertificateAuthenticator implements Authenticator {
       this.remembered.clear();
       this.issuersSeen = own;
     }
-    const key = createHash('sha256').update(credentials.peerCertificate).digest('base64url');
+    const key = digestOf(credentials.peerCertificate);
     const hit = this.remembered.get(key);
     if (hit && (hit.expiresAt ?? 0) > Date.now()) return hit;
     const caller = this.verify(credentials.peerCertificate);

@@ -197,4 +197,17 @@ describe('FileConfigSource', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(events).toEqual([]);
   });
+  it('says a change is pending from the watch event until the store has it (the daemon holds certificate admission meanwhile)', async () => {
+    const log: string[] = [];
+    const h = await setup({ 'a.yaml': dr('a', 'a') }, { onChangePending: () => (log.push('pending'), () => log.push(`done: ${h.host('a')}`)) });
+    await h.source.start();
+    expect(log).toEqual([]); // loading at start is not a pending change
+    h.store.onEvent(() => log.push('store event'));
+    await atomicWrite(join(h.dir, 'a.yaml'), dr('a', 'b'));
+    await eventually('the pending change ends', () => log.includes('done: b'), { timeoutMs: BOUND_MS });
+    // opened before the store's event, ended after it
+    expect(log.indexOf('pending')).toBeGreaterThanOrEqual(0);
+    expect(log.indexOf('pending')).toBeLessThan(log.indexOf('store event'));
+    expect(log.indexOf('store event')).toBeLessThan(log.indexOf('done: b'));
+  });
 });

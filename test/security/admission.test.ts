@@ -40,6 +40,33 @@ describe('admission with a push hold', () => {
     gate.close();
   });
 
+  it('a push handed to the transport while the model still holds its own span stays held until the transport is idle', async () => {
+    const pushes = new PushActivity();
+    const gate = new Admission({ maxActive: 1, maxQueued: 100, maxQueuedBytes: 1 << 20, hold: holdOf(pushes), maxHoldMs: 60_000 });
+    let delivered!: () => void;
+    let asked = 0;
+    const idle = (): Promise<void> => (asked++, new Promise<void>((r) => (delivered = r)));
+    // as the model does: its span is open while its listeners get the push, and closes right after
+    const modelSpan = pushes.begin();
+    pushes.delivering(idle);
+    modelSpan();
+    expect(pushes.busy).toBe(true);
+    let admitted = false;
+    const w = gate.enter(10).then((l) => ((admitted = true), l));
+    await tick();
+    expect(admitted).toBe(false);
+    // a second push queued before the first was delivered: the same span covers it
+    pushes.delivering(idle);
+    delivered();
+    await tick();
+    expect(asked).toBe(2);
+    expect(admitted).toBe(false);
+    delivered();
+    (await w)();
+    expect(pushes.busy).toBe(false);
+    gate.close();
+  });
+
   it('a hold lasts at most maxHoldMs: a daemon that pushes without pause still issues certificates', async () => {
     const pushes = new PushActivity();
     const gate = new Admission({ maxActive: 4, maxQueued: 100, maxQueuedBytes: 1 << 20, hold: holdOf(pushes), maxHoldMs: 150 });
