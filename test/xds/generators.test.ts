@@ -315,6 +315,16 @@ spec:
     expect(subsets(inOther)).toEqual([]);
     m.stop();
   });
+
+  it('gives every namespace a DestinationRule edit, after lookups answered from what an earlier namespace asked', () => {
+    const m = modelFromYaml(ROUTING);
+    const proxies = [sidecar('10.0.0.1', 'a', 'team-a'), sidecar('10.0.0.2', 'b', 'team-b')];
+    const subsets = (p: Proxy) => m.generate(p, TypeUrl.Cluster).filter((c) => c.name.startsWith('outbound|7070|v')).map((c) => c.name.split('|')[2]);
+    for (const p of proxies) expect(subsets(p)).toEqual(['v1', 'v2']);
+    m.apply('test.yaml', ROUTING.replace('    - { name: v2, labels: { version: v2 } }\n', '    - { name: v2, labels: { version: v2 } }\n    - { name: v3, labels: { version: v3 } }\n'));
+    for (const p of [...proxies].reverse()) expect(subsets(p)).toEqual(['v1', 'v2', 'v3']);
+    m.stop();
+  });
 });
 
 describe('sidecar generators, hosts without addresses', () => {
