@@ -22,20 +22,38 @@ export type DepKey = string;
 
 const SERVICE_PREFIX = 'svc:';
 
+/**
+ * Keys of one kind by hostname, made once: the same string object for every lookup of a host, so the
+ * sets that collect keys hash it once (a connect storm at 5,000 services records millions of them).
+ * Bounded: past the limit the table starts again (only the sharing is lost).
+ */
+function keysOf(prefix: string): (hostname: string) => DepKey {
+  const made = new Map<string, DepKey>();
+  return (hostname) => {
+    let k = made.get(hostname);
+    if (k === undefined) {
+      if (made.size >= 100_000) made.clear();
+      k = `${prefix}${hostname}`;
+      made.set(hostname, k);
+    }
+    return k;
+  };
+}
+
 /** Dependency keys, one spelling each. */
 export const Dep = {
   /** The services with this hostname (any namespace, any registry). */
-  service: (hostname: string): DepKey => `svc:${hostname}`,
+  service: keysOf(SERVICE_PREFIX),
   /** The list of all services (any service added, removed or changed). */
   allServices: 'svc:*' as DepKey,
   /** The mesh-bound VirtualServices with this exact host. */
-  virtualService: (host: string): DepKey => `vs:${host}`,
+  virtualService: keysOf('vs:'),
   /** Mesh-bound VirtualServices with a wildcard host. */
   wildcardVirtualServices: 'vs:*' as DepKey,
   /** VirtualServices bound to one gateway (`mesh` or `ns/name`). */
   gatewayVirtualServices: (gateway: string): DepKey => `vsgw:${gateway}`,
   /** DestinationRules for this exact host. */
-  destinationRule: (host: string): DepKey => `dr:${host}`,
+  destinationRule: keysOf('dr:'),
   /** DestinationRules with a wildcard host. */
   wildcardDestinationRules: 'dr:*' as DepKey,
   /** Sidecar resources (proxies' scopes). */
@@ -43,7 +61,7 @@ export const Dep = {
   /** Gateway resources. */
   gateways: 'gateway' as DepKey,
   /** The endpoints of one hostname. */
-  endpoints: (hostname: string): DepKey => `ep:${hostname}`,
+  endpoints: keysOf('ep:'),
   /** Security policies (PeerAuthentication, AuthorizationPolicy, RequestAuthentication), any of them. */
   policies: 'policy' as DepKey,
   /** PeerAuthentications only (a subset of `policies`): what mutual TLS modes depend on (docs/adr/0151). */

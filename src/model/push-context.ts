@@ -414,6 +414,23 @@ export class PushContext {
    * host wins (an exact host beats any wildcard), then the oldest. Indexed by host, memoized.
    */
   virtualServiceForHost(namespace: string, hostname: string): ResolvedVirtualService | undefined {
+    // asked several times per host of every scope: a second ask is two map reads (keys as below)
+    let byHost = this.vsByNamespace.get(namespace);
+    const known = byHost?.get(hostname);
+    if (known) {
+      for (const d of known.deps) recordDep(d);
+      return known.vs;
+    }
+    const vs = this.lookUpVirtualService(namespace, hostname);
+    const exact = vs !== undefined && vs.hosts.includes(hostname);
+    if (!byHost) this.vsByNamespace.set(namespace, (byHost = new Map()));
+    byHost.set(hostname, { vs, deps: exact ? [Dep.virtualService(hostname)] : [Dep.virtualService(hostname), Dep.wildcardVirtualServices] });
+    return vs;
+  }
+  /** virtualServiceForHost's answers by namespace and host, with the keys lookUpVirtualService records for them. */
+  private readonly vsByNamespace = new Map<string, Map<string, { vs: ResolvedVirtualService | undefined; deps: ReadonlyArray<DepKey> }>>();
+
+  private lookUpVirtualService(namespace: string, hostname: string): ResolvedVirtualService | undefined {
     return this.memoize(`vsh|${namespace}|${hostname}`, () => {
       recordDep(Dep.virtualService(hostname));
       for (const vs of this.meshVsByHost.get(hostname) ?? []) if (visibleTo(vs.exportTo, vs.namespace, namespace)) return vs;
@@ -471,9 +488,23 @@ export class PushContext {
       hostMatches(dr.host, service.hostname) &&
       (!dr.spec.workloadSelector?.matchLabels || (dr.namespace === proxy.namespace && labelsMatch(dr.spec.workloadSelector.matchLabels, proxy.labels)));
     const hasSelector = this.destinationRulesSelectWorkloads;
-    if (!hasSelector) return this.memoize(memoKey, () => this.findDestinationRule(proxy, service, applicable));
-    return this.findDestinationRule(proxy, service, applicable);
+    if (hasSelector) return this.findDestinationRule(proxy, service, applicable);
+    // Asked for every cluster, load assignment and route of every scope: a second ask for the same
+    // service object and namespace is two map reads with no key to build, recording what the first read.
+    let byNs = this.ruleByService.get(service);
+    const known = byNs?.get(proxy.namespace);
+    if (known) {
+      recordDep(known.dep);
+      recordDep(Dep.wildcardDestinationRules);
+      return known.rule;
+    }
+    const rule = this.memoize(memoKey, () => this.findDestinationRule(proxy, service, applicable));
+    if (!byNs) this.ruleByService.set(service, (byNs = new Map()));
+    byNs.set(proxy.namespace, { rule, dep: Dep.destinationRule(service.hostname) });
+    return rule;
   }
+  /** destinationRule's answers by service object and proxy namespace (what findDestinationRule reads besides: the two keys kept). */
+  private readonly ruleByService = new WeakMap<object, Map<string, { rule: ResolvedDestinationRule | undefined; dep: DepKey }>>();
 
   private findDestinationRule(
     proxy: Pick<Proxy, 'namespace' | 'labels'>,

@@ -17,12 +17,21 @@ export interface CacheStats {
 }
 
 /**
- * LRU cache of encoded resources keyed by the identities of everything that went into them.
- * Keys never need invalidation: a changed input has a new identity, so the old entry simply ages out.
+ * Cache of encoded resources keyed by the identities of everything that went into them, evicting
+ * what was least recently used. Keys never need invalidation: a changed input has a new identity,
+ * so the old entry simply ages out.
+ *
+ * Recency is kept in two generations rather than by moving every hit to the end of one map: a hit
+ * in the young generation costs one read, a hit in the old one moves the entry to the young; when
+ * the young generation holds half the entries it becomes the old one and the old one is dropped.
+ * A connect storm reads the same entries for every scope and proxy (tens of thousands of hits per
+ * scope at 5,000 services), and a delete and insert per hit on a map of that size cost more than
+ * building many of the resources.
  */
 export class ResourceCache {
-  /** Whole resources and encoded pieces of resources (see getOrBuildFragment), in recency order. */
-  private readonly entries = new Map<string, EncodedResource | Uint8Array>();
+  /** Whole resources and encoded pieces of resources (see getOrBuildFragment): recently used, and before. */
+  private young = new Map<string, EncodedResource | Uint8Array>();
+  private old = new Map<string, EncodedResource | Uint8Array>();
 
   /**
    * @param uncachedTypes resource types kept out of the cache (CDS unless DISC_ENABLE_CDS_CACHE): they
@@ -36,7 +45,7 @@ export class ResourceCache {
   ) {}
 
   get size(): number {
-    return this.entries.size;
+    return this.young.size + this.old.size;
   }
 
   getOrBuild(type: string, key: string, build: () => { name: string; typeUrl: string; bytes: Uint8Array }): EncodedResource {
@@ -56,33 +65,44 @@ export class ResourceCache {
   }
 
   private cached<T extends EncodedResource | Uint8Array>(type: string, key: string, build: () => T): T {
-    const enabled = this.enabled && !this.uncachedTypes.has(type);
+    const enabled = this.enabled && !this.uncachedTypes.has(type) && this.maxEntries > 0;
     if (enabled) {
-      const hit = this.entries.get(key);
+      const hit = this.young.get(key);
       if (hit) {
-        // refresh recency
-        this.entries.delete(key);
-        this.entries.set(key, hit);
         this.stats?.hit(type);
         return hit as T;
+      }
+      const older = this.old.get(key);
+      if (older) {
+        this.old.delete(key);
+        this.remember(key, older, type);
+        this.stats?.hit(type);
+        return older as T;
       }
       this.stats?.miss(type);
     }
     const res = build();
     if (enabled) {
-      this.entries.set(key, res);
-      while (this.entries.size > this.maxEntries) {
-        const oldest = this.entries.keys().next().value as string;
-        this.entries.delete(oldest);
-        this.stats?.evict(type);
-      }
-      this.stats?.size(this.entries.size);
+      this.remember(key, res, type);
+      this.stats?.size(this.size);
     }
     return res;
   }
 
+  /** Puts an entry in the young generation; a full young generation replaces the old one. */
+  private remember(key: string, value: EncodedResource | Uint8Array, type: string): void {
+    this.young.set(key, value);
+    // each generation holds at most half: together at most maxEntries
+    if (this.young.size >= Math.max(1, Math.floor(this.maxEntries / 2))) {
+      for (let i = 0; i < this.old.size; i++) this.stats?.evict(type);
+      this.old = this.young;
+      this.young = new Map();
+    }
+  }
+
   clear(): void {
-    this.entries.clear();
+    this.young.clear();
+    this.old.clear();
     this.stats?.size(0);
   }
 }

@@ -278,6 +278,55 @@ spec:
   });
 });
 
+describe('sidecar clusters shared between namespaces', () => {
+  // a rule in the proxy's own namespace wins over the service's: proxies there must not get the
+  // clusters other namespaces share (ADR 0197)
+  const OWN_RULE = `
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: { name: echo-here, namespace: other }
+spec:
+  host: echo.default.svc.cluster.local
+  trafficPolicy:
+    loadBalancer: { simple: LEAST_REQUEST }
+`;
+  const CLUSTER = 'outbound|7070||echo.default.svc.cluster.local';
+
+  it('gives proxies of namespaces under the same rule the same encoded clusters, and a namespace with its own rule its own', () => {
+    const m = modelFromYaml(`${ROUTING}---${OWN_RULE}`);
+    const inOther = sidecar('10.0.0.3', 'c', 'other');
+    const inA = sidecar('10.0.0.1', 'a', 'team-a');
+    const inB = sidecar('10.0.0.2', 'b', 'team-b');
+    // the namespace with its own rule first: what it builds must not leak to the others, nor theirs to it
+    const other = m.generateRaw(inOther, TypeUrl.Cluster).find((c) => c.name === CLUSTER)!;
+    const a = m.generateRaw(inA, TypeUrl.Cluster).find((c) => c.name === CLUSTER)!;
+    const b = m.generateRaw(inB, TypeUrl.Cluster).find((c) => c.name === CLUSTER)!;
+    expect(b).toBe(a);
+    expect(other.version).not.toBe(a.version);
+    const decoded = (p: Proxy) => m.generate(p, TypeUrl.Cluster).find((c) => c.name === CLUSTER)!;
+    // the service's rule: consistent hashing with outlier detection; the namespace's own: least request
+    expect(decoded(inA).ringHashLbConfig ?? decoded(inA).lbPolicy).toEqual(decoded(inB).ringHashLbConfig ?? decoded(inB).lbPolicy);
+    expect(decoded(inA).outlierDetection).toBeDefined();
+    expect(decoded(inOther).outlierDetection).toBeUndefined();
+    expect(decoded(inOther).lbPolicy).not.toBe(decoded(inA).lbPolicy);
+    // subsets come from the service's rule only where it applies
+    const subsets = (p: Proxy) => m.generate(p, TypeUrl.Cluster).filter((c) => c.name.startsWith('outbound|7070|v')).map((c) => c.name);
+    expect(subsets(inA)).toEqual(['outbound|7070|v1|echo.default.svc.cluster.local', 'outbound|7070|v2|echo.default.svc.cluster.local']);
+    expect(subsets(inOther)).toEqual([]);
+    m.stop();
+  });
+
+  it('gives every namespace a DestinationRule edit, after lookups answered from what an earlier namespace asked', () => {
+    const m = modelFromYaml(ROUTING);
+    const proxies = [sidecar('10.0.0.1', 'a', 'team-a'), sidecar('10.0.0.2', 'b', 'team-b')];
+    const subsets = (p: Proxy) => m.generate(p, TypeUrl.Cluster).filter((c) => c.name.startsWith('outbound|7070|v')).map((c) => c.name.split('|')[2]);
+    for (const p of proxies) expect(subsets(p)).toEqual(['v1', 'v2']);
+    m.apply('test.yaml', ROUTING.replace('    - { name: v2, labels: { version: v2 } }\n', '    - { name: v2, labels: { version: v2 } }\n    - { name: v3, labels: { version: v3 } }\n'));
+    for (const p of [...proxies].reverse()) expect(subsets(p)).toEqual(['v1', 'v2', 'v3']);
+    m.stop();
+  });
+});
+
 describe('sidecar generators, hosts without addresses', () => {
   // Two ServiceEntries without addresses: an HTTP one with a VirtualService, a TCP one.
   const NO_ADDRESSES = `

@@ -173,7 +173,15 @@ export function visibleOutboundClusters(
     (service) => `${service.hostname}|${service.namespace}|${objectId(service)}`,
     (service) => {
       const dr = push.destinationRule(proxy, service);
-      return clusterRefs(service, dr).map((ref) => encodeOutboundCluster(ref, proxy, push, endpoints, cache, proxyless));
+      // A service's clusters are the same for every scope that sees it under the same rule: built once
+      // and shared (a connect storm builds the list of every namespace). The proxy counts only where a
+      // rule names a credential (clientCredential reads its namespace and kind).
+      const own = push.destinationRuleCredentials().length > 0 ? `|${proxy.type}|${proxy.namespace}` : '';
+      return push.memoize(
+        `cds-svc|${objectId(service)}|${objectId(dr?.spec)}|${proxyless}${own}`,
+        () => clusterRefs(service, dr).map((ref) => encodeOutboundCluster(ref, proxy, push, endpoints, cache, proxyless)),
+        endpoints,
+      );
     },
   );
 }

@@ -26,7 +26,7 @@ export function collapseVirtualHosts(parts: ReadonlyArray<VirtualHostPart>): Vir
   const groups = new Map<string, { first: VirtualHostPart; domains: string[]; seen: Set<string>; merged: boolean }>();
   const order: Array<{ first: VirtualHostPart; domains: string[]; seen: Set<string>; merged: boolean }> = [];
   for (const part of parts) {
-    const signature = Buffer.from(part.routes.buffer, part.routes.byteOffset, part.routes.byteLength).toString('latin1');
+    const signature = routesSignature(part.routes);
     const group = groups.get(signature);
     if (!group) {
       const fresh = { first: part, domains: [...part.domains], seen: new Set(part.domains), merged: false };
@@ -42,6 +42,21 @@ export function collapseVirtualHosts(parts: ReadonlyArray<VirtualHostPart>): Vir
     }
   }
   return order.map((g) => (g.merged ? { ...g.first, domains: g.domains } : g.first));
+}
+
+/**
+ * The routes' bytes as a string, to group equal routes. Routes buffers come from the fragment cache
+ * and are shared by every table (and every scope) that holds the host, so the string is made once
+ * per buffer rather than once per table assembled.
+ */
+const signatures = new WeakMap<Uint8Array, string>();
+function routesSignature(routes: Uint8Array): string {
+  let s = signatures.get(routes);
+  if (s === undefined) {
+    s = Buffer.from(routes.buffer, routes.byteOffset, routes.byteLength).toString('latin1');
+    signatures.set(routes, s);
+  }
+  return s;
 }
 
 /** A virtual host's bytes from its part: the same bytes the generated encoder writes for it. */

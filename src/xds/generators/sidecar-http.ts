@@ -164,12 +164,19 @@ function catchAllVirtualHost(push: PushContext, cache: ResourceCache): VirtualHo
   return { key, name: allowAny ? 'allow_any' : 'block_all', domains: ['*'], routes };
 }
 
-/** A RouteConfiguration from virtual hosts: the same bytes the generated encoder writes. */
-function assembleRouteConfiguration(name: string, vhosts: ReadonlyArray<VirtualHostPart>, collapse: boolean): Uint8Array {
+/**
+ * A RouteConfiguration from virtual hosts: the same bytes the generated encoder writes. A virtual
+ * host is encoded once per name, domains and routes buffer (the routes come from the fragment cache,
+ * so equal inputs give the same buffer) and shared by every table that holds it: the scopes of a mesh
+ * differ in few hosts (those of their own namespace), so a table of thousands of hosts re-encodes only
+ * what it does not share.
+ */
+function assembleRouteConfiguration(name: string, vhosts: ReadonlyArray<VirtualHostPart>, collapse: boolean, cache: ResourceCache): Uint8Array {
   const hosts = collapse ? collapseVirtualHosts(vhosts) : vhosts;
+  const encoded = hosts.map((h) => cache.getOrBuildFragment('rds', `vhb|${h.name}|${objectId(h.routes)}|${h.domains.join(',')}`, () => encodeVirtualHost(h)));
   return Buffer.concat([
     encode(RouteConfiguration, msg(RouteConfiguration, { name })),
-    encodeRepeatedField(2, hosts.map(encodeVirtualHost)),
+    encodeRepeatedField(2, encoded),
     encode(RouteConfiguration, msg(RouteConfiguration, { validateClusters: false })),
   ]);
 }
@@ -179,7 +186,7 @@ function cachedRouteConfiguration(name: string, parts: ReadonlyArray<VirtualHost
   const joined = parts.map((p) => p.key).join('\n');
   const collapse = settings.routeCollapse;
   const key = `rc|${name}|c${collapse ? 1 : 0}|${joined.length > 512 ? contentHash(joined) : joined}`;
-  return cache.getOrBuild('rds', key, () => ({ name, typeUrl: TypeUrl.Route, bytes: assembleRouteConfiguration(name, parts, collapse) }));
+  return cache.getOrBuild('rds', key, () => ({ name, typeUrl: TypeUrl.Route, bytes: assembleRouteConfiguration(name, parts, collapse, cache) }));
 }
 
 /**
