@@ -18,6 +18,7 @@ import { startDnsCapture, type DnsCapture } from '../../src/agent/dns/capture.js
 import { QTYPE, RCODE, addressAnswer, emptyAnswer, parseQuery } from '../../src/agent/dns/wire.js';
 import { startDaemon, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
+import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath, runXdsValidate } from '../support/go-tools.js';
 
 const CONFIG = `
 apiVersion: networking.mesh.io/v1
@@ -174,6 +175,21 @@ describe('DNS capture: the agent answers from the daemon’s name table and forw
     expect(text).toMatch(/mesh_agent_dns_requests_total\{answer="table",transport="tcp"\} [1-9]/);
     expect(text).toMatch(/mesh_agent_dns_names [1-9]/);
   });
+
+  it('serves the sidecar that resolves names to automatic addresses a configuration that passes Envoy validation and whose references all resolve', async () => {
+    const bin = await goToolPath('xds-validate');
+    const args = [
+      ...['-addr', daemon.grpcAddr, '-node-id', 'sidecar~10.0.0.51~client-2.default~default.svc.cluster.local'],
+      ...['-metadata', JSON.stringify({ NAMESPACE: 'default', DNS_CAPTURE: 'true', DNS_AUTO_ALLOCATE: 'true' })],
+      ...['-timeout', '30s', '-dump'],
+    ];
+    const report = await runXdsValidate<{ ok: boolean; errors: unknown[]; dump: Record<string, Record<string, unknown>> }>(bin, args);
+    expect(report.errors).toEqual([]);
+    expect(report.ok).toBe(true);
+    const [address] = await resolver().resolve4('ext.default.svc.cluster.local');
+    expect(JSON.stringify(report.dump['type.googleapis.com/envoy.config.listener.v3.Listener'])).toContain(address);
+    expect(Object.keys(report.dump['type.googleapis.com/envoy.config.route.v3.RouteConfiguration'] ?? {})).toContain('ext.default.svc.cluster.local:8080');
+  }, GO_TOOL_BUILD_TIMEOUT_MS);
 
   it('answers SERVFAIL when the upstream does not answer', async () => {
     upstream.udp.close();

@@ -153,37 +153,23 @@ export class DnsProxy {
   }
 
   private forwardUdp(msg: Buffer, up: { host: string; port: number }): Promise<Buffer> {
-    return new Promise<Buffer>((resolve, reject) => {
+    return this.exchange((done) => {
       const sock = createSocket(isIPv6(up.host.replace(/%.*$/, '')) ? 'udp6' : 'udp4');
       const id = messageId(msg);
-      const done = (err?: Error, reply?: Buffer): void => {
-        clearTimeout(timer);
-        sock.close();
-        if (err) reject(err);
-        else resolve(reply!);
-      };
-      const timer = setTimeout(() => done(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
       sock.on('error', (err) => done(err));
       sock.on('message', (reply, from) => {
         // only the upstream's answer to this query
-        if (from.port !== up.port || messageId(reply) !== id) return;
-        done(undefined, reply);
+        if (from.port === up.port && messageId(reply) === id) done(undefined, reply);
       });
       sock.send(msg, up.port, up.host);
+      return () => sock.close();
     });
   }
 
   private forwardTcp(msg: Buffer, up: { host: string; port: number }): Promise<Buffer> {
-    return new Promise<Buffer>((resolve, reject) => {
+    return this.exchange((done) => {
       const sock = connect({ host: up.host, port: up.port });
       let buf = Buffer.alloc(0);
-      const done = (err?: Error, reply?: Buffer): void => {
-        clearTimeout(timer);
-        sock.destroy();
-        if (err) reject(err);
-        else resolve(reply!);
-      };
-      const timer = setTimeout(() => done(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
       sock.on('error', (err) => done(err));
       sock.on('connect', () => sock.write(framed(msg)));
       sock.on('data', (chunk: Buffer) => {
@@ -191,7 +177,26 @@ export class DnsProxy {
         if (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) done(undefined, buf.subarray(2, 2 + buf.readUInt16BE(0)));
       });
       sock.on('end', () => done(new Error('closed before answering')));
+      return () => sock.destroy();
     });
+  }
+
+  /**
+   * One exchange with an upstream under the attempt timeout: `start` sends and calls `done` once
+   * with the answer or a failure; it returns what closes its socket, which runs once it settles.
+   */
+  private exchange(start: (done: (err?: Error, reply?: Buffer) => void) => () => void): Promise<Buffer> {
+    let close = (): void => undefined;
+    const answer = new Promise<Buffer>((resolve, reject) => {
+      // a settled promise ignores later calls: the first answer, failure or timeout wins
+      const timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      close = start((err, reply) => {
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(reply!);
+      });
+    });
+    return answer.finally(() => close());
   }
 
   private async onUdp(msg: Buffer, from: RemoteInfo): Promise<void> {
