@@ -572,7 +572,7 @@ function editRows(e: EditFigures | undefined, name: string): string[][] {
     [`${name}: clients that got any response`, `${r.gotAny} (${r.unexpectedGotAny} not expected)`],
     [`${name}: responses by type`, perType(r.responses)],
     [`${name}: clients by type`, perType(r.clientsByType)],
-    [`${name}: bytes sent by type (KB)`, `cds ${fmtKB(r.bytes.cds)}  eds ${fmtKB(r.bytes.eds)}  lds ${fmtKB(r.bytes.lds)}  rds ${fmtKB(r.bytes.rds)}`],
+    [`${name}: bytes sent by type (KB)`, `cds ${fmtKB(r.bytes.cds)}  eds ${fmtKB(r.bytes.eds)}  lds ${fmtKB(r.bytes.lds)}  rds ${fmtKB(r.bytes.rds)}${r.nameTables ? `  nds ${fmtKB(r.nameTableBytes ?? 0)} (${r.nameTables} name tables)` : ''}`],
     [`${name}: first / last response after the write`, `${fmtSeconds(r.firstResponseMs, 3)} / ${fmtSeconds(r.lastResponseMs, 3)} s`],
     [`${name}: longest daemon /ready answer time`, `${fmtSeconds(e.maxReadyMs, 3)} s (event loop blocked at least this long)`],
     [`${name}: daemon CPU`, `${e.daemonCpuS.toFixed(2)} s (driver CPU ${r.driverCpuS.toFixed(2)} s; other processes ${e.otherCores.toFixed(2)} cores)`],
@@ -592,7 +592,7 @@ function printRun(r: RunResult): void {
       ['initial: daemon busy after the last client completed', `${fmtSeconds(r.busyAfterInitialMs ?? NaN)} s (processing the clients' last ACKs)`],
       ['initial: longest daemon /ready answer time', `${fmtSeconds(r.maxReadyInitialMs ?? NaN, 3)} s`],
       ['initial: responses by type', perType(i.responses)],
-      ['initial: MB received by type', `cds ${fmtMB(i.bytes.cds)}  eds ${fmtMB(i.bytes.eds)}  lds ${fmtMB(i.bytes.lds)}  rds ${fmtMB(i.bytes.rds)}`],
+      ['initial: MB received by type', `cds ${fmtMB(i.bytes.cds)}  eds ${fmtMB(i.bytes.eds)}  lds ${fmtMB(i.bytes.lds)}  rds ${fmtMB(i.bytes.rds)}${i.nameTables ? `  nds ${fmtMB(i.nameTableBytes ?? 0)} (${i.nameTables} name tables)` : ''}`],
       ['daemon RSS before clients / with clients / peak', `${fmtMB(r.rssBefore ?? NaN)} / ${fmtMB(r.rssAfter ?? NaN)} / ${fmtMB(r.rssPeak ?? NaN)} MB`],
       ['bytes per proxy (RSS delta / clients)', `${fmtKB(r.bytesPerProxy ?? NaN)} KB`],
       [

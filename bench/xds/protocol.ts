@@ -84,6 +84,9 @@ export interface InitialResult {
   readonly memoHits: number;
   readonly errors: string[];
   readonly timedOut: boolean;
+  /** Name tables received and ACKed by clients with DNS_CAPTURE=true (Go driver; docs/adr/0187). */
+  readonly nameTables?: number;
+  readonly nameTableBytes?: number;
 }
 
 export interface EditResult {
@@ -106,6 +109,9 @@ export interface EditResult {
   readonly driverCpuS: number;
   readonly timedOut: boolean;
   readonly failedStreams: number;
+  /** Name tables received during the window (Go driver; docs/adr/0187). */
+  readonly nameTables?: number;
+  readonly nameTableBytes?: number;
 }
 
 export type DriverEvent =

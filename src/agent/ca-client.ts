@@ -45,12 +45,17 @@ function hostOf(address: string): string {
   return m[1] as string;
 }
 
+/** TLS to meshd, checked against the mesh roots, presenting the workload certificate. */
+export function workloadCredentials(rootPem: string, keyPem: string, certChainPem: string): grpc.ChannelCredentials {
+  return grpc.credentials.createSsl(Buffer.from(rootPem), Buffer.from(keyPem), Buffer.from(certChainPem));
+}
+
 /** Asks the certificate service to sign `csrPem` for `ttlSeconds`; resolves to the PEM chain, leaf first. */
 export function createCertificate(o: CaClientOptions, credential: CaCredential, csrPem: string, ttlSeconds: number): Promise<string[]> {
   const serverName = o.serverName || hostOf(o.address);
   let channelCreds =
     credential.kind === 'certificate'
-      ? grpc.credentials.createSsl(Buffer.from(o.rootPem), Buffer.from(credential.keyPem), Buffer.from(credential.certChainPem))
+      ? workloadCredentials(o.rootPem, credential.keyPem, credential.certChainPem)
       : grpc.credentials.createSsl(Buffer.from(o.rootPem));
   if (credential.kind === 'token') {
     const bearer = `Bearer ${credential.token}`;

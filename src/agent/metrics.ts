@@ -10,6 +10,8 @@ export interface AgentMetrics {
   readonly certificateExpiry: Gauge;
   readonly sdsStreams: Gauge;
   readonly scrapeFailures: Counter<'source'>;
+  readonly dnsRequests: Counter<'answer' | 'transport'>;
+  readonly dnsNames: Gauge;
 }
 
 export function agentMetrics(streams: () => number): AgentMetrics {
@@ -27,5 +29,12 @@ export function agentMetrics(streams: () => number): AgentMetrics {
       },
     }),
     scrapeFailures: new Counter({ name: 'mesh_agent_scrape_failures_total', help: 'Merged-metrics scrapes of Envoy or the application that failed.', labelNames: ['source'], registers: [registry] }),
+    dnsRequests: new Counter({
+      name: 'mesh_agent_dns_requests_total',
+      help: 'DNS messages the agent\'s DNS proxy handled, by answer (table, forwarded, upstream_failed, overloaded, malformed) and transport (udp, tcp).',
+      labelNames: ['answer', 'transport'],
+      registers: [registry],
+    }),
+    dnsNames: new Gauge({ name: 'mesh_agent_dns_names', help: 'Hostnames in the name table the agent last received from meshd.', registers: [registry] }),
   };
 }

@@ -22,6 +22,8 @@ export const PROXY_PORTS = Object.freeze({
   health: 15021,
   /** Envoy's own Prometheus listener (`/stats/prometheus`). */
   envoyPrometheus: 15090,
+  /** The agent's DNS proxy (loopback, UDP and TCP), where captured port-53 traffic goes (docs/adr/0187). */
+  dns: 15053,
 });
 
 /** Inbound ports never captured: the proxy's own listeners. */

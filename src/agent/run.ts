@@ -17,10 +17,12 @@ import { envoyBootstrap } from './bootstrap.js';
 import { CertificateManager, type CertificateManagerOptions } from './certificates.js';
 import { GRPC_BOOTSTRAP_FILE, grpcAgentBootstrap, grpcCertPaths, writeGrpcCertFiles } from './grpc-agent.js';
 import { EnvoyProcess } from './envoy.js';
+import { workloadCredentials } from './ca-client.js';
+import { startDnsCapture } from './dns/capture.js';
 import { agentMetrics } from './metrics.js';
-import { ENVOY_BOOTSTRAP_PATH, PROXY_CONFIG_DIR } from './names.js';
+import { ENVOY_BOOTSTRAP_PATH, PROXY_CONFIG_DIR, PROXY_PORTS } from './names.js';
 import { SdsServer } from './sds.js';
-import type { AgentSettings } from './settings.js';
+import { nodeId, type AgentSettings } from './settings.js';
 import { StatusServers } from './status.js';
 
 export interface AgentRunOptions {
@@ -30,6 +32,8 @@ export interface AgentRunOptions {
   readonly stop: AbortSignal;
   /** Address the health and status servers listen on (all interfaces in a pod). */
   readonly listenHost?: string;
+  /** The resolver configuration DNS capture forwards to (default /etc/resolv.conf). */
+  readonly resolvConfPath?: string;
 }
 
 export async function writeFileAtomic(path: string, content: string, mode = 0o644): Promise<void> {
@@ -87,6 +91,25 @@ export async function runProxyAgent(o: AgentRunOptions): Promise<number> {
     await sds.start();
     const server = sds;
     closers.push(() => server.stop());
+    if (s.dnsCapture) {
+      // the same node and credential as Envoy's ADS stream (docs/adr/0187)
+      const dns = await startDnsCapture({
+        discoveryAddress: s.discoveryAddress,
+        serverName: s.xdsServerName,
+        credentials: () => {
+          const c = certs.current();
+          if (!c) throw new Error('no workload certificate');
+          return workloadCredentials(c.rootPem, c.keyPem, c.certChainPem);
+        },
+        node: { id: nodeId(s), metadata: s.metadata },
+        host: '127.0.0.1',
+        port: PROXY_PORTS.dns,
+        resolvConfPath: o.resolvConfPath ?? '/etc/resolv.conf',
+        log,
+        metrics,
+      });
+      closers.push(() => dns.stop());
+    }
     await mkdir(s.paths.configDir, { recursive: true });
     const bootstrap = bootstrapPath(s);
     await writeFileAtomic(bootstrap, `${JSON.stringify(envoyBootstrap(s, socket), null, 2)}\n`);

@@ -124,6 +124,11 @@ export interface AgentSettings {
   readonly appMetrics?: { readonly port: number; readonly path: string };
   /** Probe the application on localhost rather than the pod IP. */
   readonly probeLocalhost: boolean;
+  /**
+   * MESH_META_DNS_CAPTURE: the agent answers the application's DNS on 127.0.0.1:15053 from meshd's
+   * name table (docs/adr/0187); with MESH_META_DNS_AUTO_ALLOCATE also hosts without addresses.
+   */
+  readonly dnsCapture: boolean;
 }
 
 const ENVOY_LEVELS = ['trace', 'debug', 'info', 'warning', 'warn', 'error', 'critical', 'off'];
@@ -324,6 +329,10 @@ export function agentSettings(kindArg: string, flags: ProxyFlags, env: Readonly<
     }
   }
   const probeLocalhost = parseFlagBool(env.REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION, 'REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION');
+  // meshd reads these two as "true" in any case, else off (src/model/proxy.ts): any other value is refused here
+  const dnsCapture = metaBool(env, 'DNS_CAPTURE');
+  metaBool(env, 'DNS_AUTO_ALLOCATE');
+  if (dnsCapture && mode === 'grpc') bad(`${META_ENV_PREFIX}DNS_CAPTURE`, 'the DNS proxy is the Envoy sidecar\'s; a proxyless gRPC application (--mode grpc) resolves its xds:/// targets without DNS');
 
   const ttl = flags.secretTtl ?? '24h';
   let secretTtlSeconds: number;
@@ -381,7 +390,18 @@ export function agentSettings(kindArg: string, flags: ProxyFlags, env: Readonly<
     appProbers,
     appMetrics,
     probeLocalhost,
+    dnsCapture,
   };
+}
+
+/** A node-metadata boolean as meshd reads it: `true` or `false` in any case; unset is false. */
+function metaBool(env: Readonly<Record<string, string | undefined>>, key: string): boolean {
+  const name = `${META_ENV_PREFIX}${key}`;
+  const v = env[name];
+  if (v === undefined || v === '') return false;
+  const lower = v.toLowerCase();
+  if (lower !== 'true' && lower !== 'false') bad(name, `${JSON.stringify(v)} is not true or false (meshd reads node metadata booleans so)`);
+  return lower === 'true';
 }
 
 function parseFlagBool(v: string | undefined, name: string): boolean {

@@ -188,6 +188,12 @@ function withImage(c: Container, s: ProxySettings): Container {
 }
 
 /** `mesh-agent capture` with the pod's ranges and ports. */
+/** Whether the proxy's metadata (`proxyMetadata` of its ProxyConfig) turns DNS capture on. */
+function dnsCaptured(s: ProxySettings): boolean {
+  const v = s.proxyConfig.proxyMetadata?.[`${META_ENV_PREFIX}DNS_CAPTURE`];
+  return typeof v === 'string' && v.toLowerCase() === 'true';
+}
+
 export function captureArgs(s: ProxySettings): string[] {
   const c = s.capture;
   const args = [
@@ -204,6 +210,8 @@ export function captureArgs(s: ProxySettings): string[] {
   ];
   if (c.includeOutboundPorts) args.push('-q', c.includeOutboundPorts);
   if (c.excludeOutboundPorts) args.push('-o', c.excludeOutboundPorts);
+  // the agent answers DNS when its proxy metadata says so (docs/adr/0187); the init step sends it there
+  if (dnsCaptured(s)) args.push('--redirect-dns');
   args.push(`--log_output_level=${s.agentLogLevel}`);
   return args;
 }

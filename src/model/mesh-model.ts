@@ -163,8 +163,9 @@ export class MeshModel {
   private buildContext(): PushContext {
     const version = `${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}/${++this.versionCounter}`;
     const services = this.registry.services();
-    // only with the feature on: without a name table no agent could learn them (docs/adr/0050)
-    if (this.opts.features.autoAddresses === true) this.autoAddresses = allocateAddresses(services, this.autoAddresses);
+    // always allocated; only proxies that ask (DNS_CAPTURE and DNS_AUTO_ALLOCATE) are routed by them
+    // and learn them from the name table (docs/adr/0050, 0187)
+    this.autoAddresses = allocateAddresses(services, this.autoAddresses);
     // the previous snapshot lends the new one every derived value its changes do not touch
     const previous = this.versionCounter > 1 ? this.push : undefined;
     const jwks = this.opts.jwks;

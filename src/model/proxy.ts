@@ -24,6 +24,11 @@ export interface Proxy {
    * their allocated address (model/address-allocation.ts).
    */
   readonly dnsAutoAllocate: boolean;
+  /**
+   * The proxy's agent answers the application's DNS (node metadata DNS_CAPTURE "true"): it is sent
+   * the name table (docs/adr/0187).
+   */
+  readonly dnsCapture: boolean;
   readonly metadata: Readonly<Record<string, unknown>>;
 }
 
@@ -69,6 +74,7 @@ export function parseProxy(nodeId: string, metadata: Record<string, unknown>, lo
     serviceAccount: str('SERVICE_ACCOUNT') ?? '',
     workloadGroup: str('WORKLOAD_GROUP'),
     dnsAutoAllocate: isTrue(metadata.DNS_CAPTURE) && isTrue(metadata.DNS_AUTO_ALLOCATE),
+    dnsCapture: isTrue(metadata.DNS_CAPTURE),
     metadata,
   });
 }

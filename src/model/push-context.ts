@@ -33,12 +33,6 @@ export interface FeatureFlags {
   readonly virtualServiceDelegate: boolean;
   readonly destinationRuleInheritance: boolean;
   readonly scopeGatewayToNamespace: boolean;
-  /**
-   * Automatic addresses for ServiceEntry hosts without one, routed by address for sidecars whose
-   * agent resolves names (model/address-allocation.ts). Off in the daemon: it serves no name table
-   * yet, so an agent could not learn the addresses (docs/adr/0050). Tests and the model turn it on.
-   */
-  readonly autoAddresses?: boolean;
 }
 
 export const DEFAULT_FEATURES: FeatureFlags = Object.freeze({

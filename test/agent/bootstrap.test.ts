@@ -165,6 +165,10 @@ describe('settings the agent refuses, by name', () => {
   it('flags: --mode, --log_output_level scopes, --secretTtl', () => {
     const env = kubeletEnv(injectPod(pod(), 'shop', inputs).pod.spec!.containers.find((c) => c.name === 'mesh-proxy')!, FACTS);
     expect(() => agentSettings('sidecar', { mode: 'ambient' }, env)).toThrow(/--mode/);
+    expect(agentSettings('sidecar', {}, env).dnsCapture).toBe(false);
+    expect(agentSettings('sidecar', {}, { ...env, MESH_META_DNS_CAPTURE: 'True' }).dnsCapture).toBe(true);
+    expect(() => agentSettings('sidecar', {}, { ...env, MESH_META_DNS_CAPTURE: '1' })).toThrow(/MESH_META_DNS_CAPTURE: "1" is not true or false/);
+    expect(() => agentSettings('sidecar', { mode: 'grpc' }, { ...env, MESH_META_DNS_CAPTURE: 'true' })).toThrow(/MESH_META_DNS_CAPTURE: the DNS proxy is the Envoy sidecar/);
     expect(() => agentSettings('sidecar', { log_output_level: 'cache:debug' }, env)).toThrow(/--log_output_level: scope "cache"/);
     expect(() => agentSettings('sidecar', { proxyComponentLogLevel: 'misc:loud' }, env)).toThrow(/--proxyComponentLogLevel: "misc:loud"/);
     expect(() => agentSettings('sidecar', { caServerName: 'ca example' }, env)).toThrow(/--caServerName/);

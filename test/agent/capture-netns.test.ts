@@ -14,6 +14,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
+import { createSocket } from 'node:dgram';
 import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
@@ -68,6 +69,24 @@ let out = '';
 s.setEncoding('utf8').on('data', (d) => (out += d)).on('end', () => console.log(out.trim()));
 s.on('error', (e) => console.log('error ' + e.code));
 s.setTimeout(5000, () => { console.log('timeout'); s.destroy(); });
+`;
+
+/** A UDP client: sends one datagram to host:port, prints the first reply (or timeout). */
+const UDP_CLIENT = `
+const [host, port] = process.argv.slice(1);
+const d = require('node:dgram').createSocket('udp4');
+d.on('message', (m) => { console.log(m.toString()); process.exit(0); });
+d.send('question', Number(port), host);
+setTimeout(() => { console.log('timeout'); process.exit(0); }, 5000);
+`;
+
+/** A UDP server inside the namespace on 0.0.0.0:<port> answering <name> to every datagram. Prints "ready". */
+const UDP_LISTENER = `
+const [port, name] = process.argv.slice(1);
+const d = require('node:dgram').createSocket('udp4');
+d.on('message', (m, from) => d.send(name, from.port, from.address));
+d.bind(Number(port), '0.0.0.0', () => console.log('ready'));
+process.stdin.on('end', () => process.exit(0)).resume();
 `;
 
 function ask(host: string, port: number): Promise<string> {
@@ -141,13 +160,16 @@ maybe('mesh-agent capture in a network namespace', () => {
     }
     realPort = await hostServer('real destination', host.gateway);
     excludedPort = await hostServer('real destination (excluded port)', host.gateway);
-    const listeners = host.spawn([process.execPath, '-e', LISTENERS, '15001=outbound proxy', '15006=inbound proxy', '8080=app 8080', '8081=app 8081'], { stdio: ['pipe', 'pipe', 'pipe'] });
-    await new Promise<void>((resolve, reject) => {
-      let stderr = '';
-      listeners.stderr?.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-      createInterface({ input: listeners.stdout! }).once('line', () => resolve());
-      listeners.once('exit', (code) => reject(new Error(`listeners exited with ${String(code)}: ${stderr}`)));
-    });
+    const listeners = host.spawn([process.execPath, '-e', LISTENERS, '15001=outbound proxy', '15006=inbound proxy', '8080=app 8080', '8081=app 8081', '15053=dns proxy (tcp)'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const udpDns = host.spawn([process.execPath, '-e', UDP_LISTENER, '15053', 'dns proxy (udp)'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    for (const child of [listeners, udpDns]) {
+      await new Promise<void>((resolve, reject) => {
+        let stderr = '';
+        child.stderr?.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+        createInterface({ input: child.stdout! }).once('line', () => resolve());
+        child.once('exit', (code) => reject(new Error(`listeners exited with ${String(code)}: ${stderr}`)));
+      });
+    }
   }, 60_000);
 
   afterAll(async () => {
@@ -190,6 +212,37 @@ maybe('mesh-agent capture in a network namespace', () => {
 
     expect(await inside(realPort, 'app')).toBe('real destination');
     expect(await ask(host.address, 8081)).toBe('inbound proxy');
+  }, 90_000);
+
+  it('with DNS capture in the proxy metadata: the app\'s port-53 UDP and TCP reach the agent\'s DNS port 15053, the proxy\'s own DNS its real resolver', async () => {
+    // the real resolver, on the gateway: port 53 over UDP and TCP
+    const udp = createSocket('udp4');
+    udp.on('message', (_m, from) => udp.send('real resolver (udp)', from.port, from.address));
+    await new Promise<void>((resolve) => udp.bind(53, host.gateway, () => resolve()));
+    const tcp = createServer((s) => s.end('real resolver (tcp)\n'));
+    servers.push(tcp);
+    await new Promise<void>((resolve) => tcp.listen(53, host.gateway, resolve));
+    try {
+      const args = initArgs({ 'proxy.mesh.io/config': 'proxyMetadata: {MESH_META_DNS_CAPTURE: "true"}' });
+      expect(args).toContain('--redirect-dns');
+      const applied = await capture(args);
+      expect(applied).toMatchObject({ code: 0 });
+      expect(applied.stderr).toContain('DNS (port 53) -> 15053');
+      const udpAsk = async (as: 'app' | 'proxy'): Promise<string> => {
+        const node = [process.execPath, '-e', UDP_CLIENT, host.gateway, '53'];
+        const r = await host.exec(as === 'proxy' ? ['setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', ...node] : node, { timeoutMs: 20_000 });
+        return r.stdout.trim() || `exit ${String(r.code)}: ${r.stderr.trim()}`;
+      };
+      expect(await udpAsk('app')).toBe('dns proxy (udp)');
+      expect(await udpAsk('proxy')).toBe('real resolver (udp)');
+      // TCP to port 53 goes to the DNS port, not to the outbound proxy
+      expect(await inside(53, 'app')).toBe('dns proxy (tcp)');
+      expect(await inside(53, 'proxy')).toBe('real resolver (tcp)');
+      // other outbound TCP is captured as before
+      expect(await inside(realPort, 'app')).toBe('outbound proxy');
+    } finally {
+      udp.close();
+    }
   }, 90_000);
 
   it('with --ipv6, IPv6 is captured the same way: the app to 15001, the proxy to its real destination', async () => {

@@ -144,6 +144,26 @@ describe('capture rules', () => {
     expect(() => capturePlan(options)).toThrow(message);
   });
 
+  it('--redirect-dns: the application\'s port-53 UDP and TCP go to the agent\'s DNS proxy, the proxy\'s own DNS goes out', () => {
+    const r = captureRulesets(capturePlan({ redirectDns: true }))[0]!;
+    const lines = r.text.split('\n');
+    expect(lines).toContain(':MESH_DNS - [0:0]');
+    expect(r.jumps).toEqual(['PREROUTING -p tcp -j MESH_INBOUND', 'OUTPUT -p udp --dport 53 -j MESH_DNS', 'OUTPUT -p tcp --dport 53 -j MESH_DNS', 'OUTPUT -p tcp -j MESH_OUTPUT']);
+    expect(lines.filter((l) => l.startsWith('-A MESH_DNS'))).toEqual([
+      '-A MESH_DNS -m owner --uid-owner 1337 -j RETURN',
+      '-A MESH_DNS -m owner --gid-owner 1337 -j RETURN',
+      '-A MESH_DNS -p udp -j REDIRECT --to-ports 15053',
+      '-A MESH_DNS -p tcp -j REDIRECT --to-ports 15053',
+    ]);
+    // the DNS jumps come before the TCP capture, so TCP port 53 reaches the DNS proxy, not 15001
+    expect(lines.indexOf('-A OUTPUT -p tcp --dport 53 -j MESH_DNS')).toBeLessThan(lines.indexOf('-A OUTPUT -p tcp -j MESH_OUTPUT'));
+    // without the flag, no DNS chain at all
+    expect(captureRulesets(capturePlan({}))[0]!.text).not.toContain('MESH_DNS');
+    // a rerun without DNS capture removes the earlier run's DNS jumps
+    const rerun = withPreviousRemoved(captureRulesets(capturePlan({}))[0]!, r.text);
+    expect(rerun).toContain('-D OUTPUT -p udp --dport 53 -j MESH_DNS\n');
+  });
+
   it('a rerun deletes the jumps an earlier run left, before adding its own', () => {
     const r = captureRulesets(capturePlan({}))[0]!;
     const saved = ['*nat', ':PREROUTING ACCEPT [0:0]', '-A PREROUTING -p tcp -j MESH_INBOUND', '-A OUTPUT -p tcp -j MESH_OUTPUT', '-A OUTPUT -d 10.0.0.1/32 -j KUBE', '-A MESH_OUTPUT -j MESH_REDIRECT', 'COMMIT'].join('\n');

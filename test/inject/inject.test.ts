@@ -159,6 +159,16 @@ describe('annotations', () => {
     expect(none.spec!.containers[0]!.readinessProbe?.httpGet?.path).toBe('/ready');
   });
 
+  it('MESH_META_DNS_CAPTURE in the proxy metadata reaches the agent and makes mesh-init redirect DNS', () => {
+    const initOf = (q: Pod): Container | undefined => q.spec!.initContainers?.find((c) => c.name === 'mesh-init');
+    const plain = injectPod(pod({}), 'shop', inputs()).pod;
+    expect(initOf(plain)!.args).not.toContain('--redirect-dns');
+    const p = injectPod(pod({ annotations: { 'proxy.mesh.io/config': 'proxyMetadata: {MESH_META_DNS_CAPTURE: "true", MESH_META_DNS_AUTO_ALLOCATE: "true"}' } }), 'shop', inputs()).pod;
+    expect(initOf(p)!.args).toContain('--redirect-dns');
+    const env = envOf(proxyOf(p));
+    expect([env.MESH_META_DNS_CAPTURE, env.MESH_META_DNS_AUTO_ALLOCATE]).toEqual(['true', 'true']);
+  });
+
   it('proxy.mesh.io/config is merged over the mesh defaults and reaches the agent', () => {
     const i = inputs({ mesh: { trustDomain: 'cluster.local', defaultConfig: { concurrency: 2, proxyMetadata: { A: '1' } } } });
     const p = injectPod(pod({ annotations: { 'proxy.mesh.io/config': 'concurrency: 4\nproxyMetadata: {B: "2"}\nterminationDrainDuration: 20s' } }), 'shop', i).pod;

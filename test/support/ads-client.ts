@@ -290,6 +290,9 @@ export function resourceName(typeUrl: string, value: Uint8Array): string {
       return Listener.decode(value).name;
     case TypeUrl.Route:
       return RouteConfiguration.decode(value).name;
+    case TypeUrl.NameTable:
+      // the one name table a proxy gets has the empty name (docs/adr/0187)
+      return '';
     default:
       throw new Error(`unknown type ${typeUrl}`);
   }

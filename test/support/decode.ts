@@ -7,6 +7,7 @@ import { HttpConnectionManager } from '../../src/gen/envoy/extensions/filters/ne
 import { TcpProxy } from '../../src/gen/envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.js';
 import { Any } from '../../src/gen/google/protobuf/any.js';
 import { Secret } from '../../src/gen/envoy/extensions/transport_sockets/tls/v3/secret.js';
+import { NameTable } from '../../src/gen/mesh/v1/dns/name_table.js';
 import { TypeUrl } from '../../src/xds/types.js';
 
 export interface DecodedResources {
@@ -15,6 +16,7 @@ export interface DecodedResources {
   [TypeUrl.Listener]: Listener;
   [TypeUrl.Route]: RouteConfiguration;
   [TypeUrl.Secret]: Secret;
+  [TypeUrl.NameTable]: NameTable;
 }
 
 export function decodeResource(type: string, anyBytes: Uint8Array): unknown {
@@ -31,6 +33,8 @@ export function decodeResource(type: string, anyBytes: Uint8Array): unknown {
       return RouteConfiguration.decode(any.value);
     case TypeUrl.Secret:
       return Secret.decode(any.value);
+    case TypeUrl.NameTable:
+      return NameTable.decode(any.value);
     default:
       throw new Error(`unknown type ${type}`);
   }

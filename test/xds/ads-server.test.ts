@@ -341,8 +341,8 @@ describe('state of the world, sidecar', () => {
     expect(got.length).toBe(byType.size);
   });
 
-  it('with automatic addresses on, sends a sidecar that resolves names only the edited host’s route configuration when a host without addresses changes', async () => {
-    const h = await start(BASE, { features: { features: { autoAddresses: true } } });
+  it('sends a sidecar that resolves names to automatic addresses only the edited host’s route configuration when a host without addresses changes', async () => {
+    const h = await start(BASE);
     await h.change(ratingsRoute('1s').replaceAll('ratings', 'ext'));
     const s = h.sotw({ ...sidecarNode(), metadata: { ...sidecarNode().metadata, DNS_CAPTURE: 'true', DNS_AUTO_ALLOCATE: 'true' } });
     const before = await fullSubscription(s);

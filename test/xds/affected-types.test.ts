@@ -4,7 +4,7 @@ import { affectedTypes } from '../../src/xds/affected-types.js';
 import { TypeUrl } from '../../src/xds/types.js';
 
 const sorted = (s: ReadonlySet<string>): string[] => [...s].sort();
-const ALL = sorted(new Set([TypeUrl.Cluster, TypeUrl.Endpoint, TypeUrl.Listener, TypeUrl.Route, TypeUrl.Secret]));
+const ALL = sorted(new Set([TypeUrl.Cluster, TypeUrl.Endpoint, TypeUrl.Listener, TypeUrl.Route, TypeUrl.Secret, TypeUrl.NameTable]));
 
 describe('affectedTypes', () => {
   it('is EDS alone for an endpoint push', () => {

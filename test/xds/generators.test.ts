@@ -368,7 +368,7 @@ spec:
         - { destination: { host: shop, subset: v2 }, weight: 10 }
 `;
   const SHOP = 'shop.default.svc.cluster.local:8080';
-  const m = modelFromYaml(NO_ADDRESSES, { mock: false, features: { autoAddresses: true } });
+  const m = modelFromYaml(NO_ADDRESSES, { mock: false });
   afterAll(() => m.stop());
   const plain = sidecar('10.2.0.1', 'client-a', 'default');
   const dns = sidecar('10.2.0.2', 'client-b', 'default', {}, DNS_AUTO_ALLOCATE);
@@ -383,14 +383,13 @@ spec:
     expect(integrityProblems(fullConfig(m, plain))).toEqual([]);
   });
 
-  it('without automatic addresses (the daemon, which serves no name table yet) routes such a sidecar by Host like any other', () => {
-    const off = modelFromYaml(NO_ADDRESSES, { mock: false });
-    expect(chainsOf8080For(off, dns)).toEqual([['', '8080']]);
-    const [shared] = off.generate(dns, TypeUrl.Route, ['8080']);
+  it('routes a sidecar that asks for automatic addresses without capturing DNS by Host like any other', () => {
+    const halfway = sidecar('10.2.0.3', 'client-c', 'default', {}, { DNS_AUTO_ALLOCATE: 'true' });
+    expect(chainsOf8080(halfway)).toEqual([['', '8080']]);
+    const [shared] = m.generate(halfway, TypeUrl.Route, ['8080']);
     expect(shared.virtualHosts.map((v) => v.name)).toEqual([SHOP, 'allow_any']);
-    expect(off.generate(dns, TypeUrl.Listener).map((l) => l.name)).toContain('0.0.0.0_6379');
-    expect(integrityProblems(fullConfig(off, dns))).toEqual([]);
-    off.stop();
+    expect(m.generate(halfway, TypeUrl.Listener).map((l) => l.name)).toContain('0.0.0.0_6379');
+    expect(integrityProblems(fullConfig(m, halfway))).toEqual([]);
   });
 
   it('gives a sidecar that resolves names to automatic addresses a filter chain and a route configuration of the host’s own', () => {
@@ -434,7 +433,7 @@ spec:
   ports: [{ number: 8080, name: http, protocol: HTTP }]
   endpoints: [{ address: 10.3.0.${i + 1} }]
 `).join('');
-    const m2 = modelFromYaml(NO_ADDRESSES + many, { mock: false, features: { autoAddresses: true } });
+    const m2 = modelFromYaml(NO_ADDRESSES + many, { mock: false });
     const lds = m2.generate(dns, TypeUrl.Listener);
     const routeNames = [...new Set(lds.flatMap((l) => hcmOf(l).map((h) => h.rds?.routeConfigName ?? '')))].filter(Boolean).sort();
     expect(routeNames).toHaveLength(42); // 41 hosts on 8080 and the shared table
@@ -459,7 +458,7 @@ spec:
   });
 
   it('keeps a host’s automatic address while it exists, whatever else is added', () => {
-    const m2 = modelFromYaml(NO_ADDRESSES, { mock: false, features: { autoAddresses: true } });
+    const m2 = modelFromYaml(NO_ADDRESSES, { mock: false });
     const address = () => chainsOf8080For(m2, dns).find(([, route]) => route === SHOP)![0];
     const before = address();
     m2.apply('more.yaml', `

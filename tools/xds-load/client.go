@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -59,6 +60,8 @@ type decoded struct {
 	removed []string
 	info    *listInfo
 	err     error
+	// a name table (typeNameTable): ACKed and counted only
+	nameTable bool
 }
 
 func (d *decoded) read(buf []byte) {
@@ -68,6 +71,10 @@ func (d *decoded) read(buf []byte) {
 	r, err := parseResponse(buf, delta)
 	if err != nil {
 		d.err = fmt.Errorf("malformed response: %w", err)
+		return
+	}
+	if r.typeURL == typeNameTable {
+		d.nameTable, d.version, d.nonce = true, r.version, r.nonce
 		return
 	}
 	k, ok := kindOf(r.typeURL)
@@ -184,6 +191,10 @@ func (c *client) run(ctx context.Context, conn *grpc.ClientConn, opened chan<- s
 		if err == nil {
 			err = c.subscribe(lds, nil)
 		}
+		if err == nil && !c.d.cfg.Delta && capturesDNS(c.spec.Metadata) {
+			// the agent's subscription, on the proxy's stream (meshd serves it the same bytes either way)
+			err = c.send(sotwRequest("", nil, nil, typeNameTable, ""))
+		}
 	} else {
 		err = c.subscribe(lds, []string{c.spec.Target})
 	}
@@ -206,6 +217,12 @@ func (c *client) run(ctx context.Context, conn *grpc.ClientConn, opened chan<- s
 			return
 		}
 	}
+}
+
+// capturesDNS reports whether node metadata says DNS_CAPTURE=true (as meshd reads it).
+func capturesDNS(md map[string]any) bool {
+	v, ok := md["DNS_CAPTURE"].(string)
+	return ok && strings.EqualFold(v, "true")
 }
 
 func (c *client) send(msg []byte) error {
@@ -315,6 +332,12 @@ func (c *client) onResponse(m *decoded) error {
 	}
 	d := c.d
 	delta := d.cfg.Delta
+	if m.nameTable {
+		// as the agent of a sidecar that captures DNS: take the table and ACK it
+		d.ndsResponses.Add(1)
+		d.ndsBytes.Add(int64(m.size))
+		return c.send(sotwRequest(m.version, nil, nil, typeNameTable, m.nonce))
+	}
 	k, info := m.kind, m.info
 	d.responses[k].Add(1)
 	d.bytes[k].Add(int64(m.size))

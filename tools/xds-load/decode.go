@@ -41,6 +41,8 @@ const (
 	typeListener = "type.googleapis.com/envoy.config.listener.v3.Listener"
 	typeRoute    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 	typeHCM      = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+	// the name table an agent that captures DNS subscribes to (meshd docs/adr/0187): ACKed, counted, not decoded
+	typeNameTable = "type.googleapis.com/mesh.v1.dns.NameTable"
 )
 
 // kind indexes the four resource types.
@@ -82,11 +84,11 @@ type resInfo struct {
 // listInfo summarises the resources of one response; shared by every client that received the
 // same bytes.
 type listInfo struct {
-	names        map[string]*resInfo
-	edsClusters  []string // sorted
-	routeNames   []string // sorted
+	names         map[string]*resInfo
+	edsClusters   []string // sorted
+	routeNames    []string // sorted
 	routeClusters []string // sorted
-	signatures   map[string]string
+	signatures    map[string]string
 	// encoded resource_names blocks of requests for edsClusters / routeNames / routeClusters,
 	// built once (SotW requests repeat them in every ACK).
 	blocks map[string][]byte

@@ -115,6 +115,9 @@ type initialResult struct {
 	MemoHits      int64     `json:"memoHits"`
 	Errors        []string  `json:"errors"`
 	TimedOut      bool      `json:"timedOut"`
+	// name tables (mesh.v1.dns.NameTable) received and ACKed by clients with DNS_CAPTURE=true
+	NameTables     int64 `json:"nameTables"`
+	NameTableBytes int64 `json:"nameTableBytes"`
 }
 
 type editResult struct {
@@ -130,6 +133,8 @@ type editResult struct {
 	DriverCPUS       float64   `json:"driverCpuS"`
 	TimedOut         bool      `json:"timedOut"`
 	FailedStreams    int64     `json:"failedStreams"`
+	NameTables       int64     `json:"nameTables"`
+	NameTableBytes   int64     `json:"nameTableBytes"`
 }
 
 // window is what an edit window looks for and what it saw.
@@ -145,6 +150,8 @@ type window struct {
 	gotAny        map[int]bool
 	first, last   int64
 	cpuAtArm      float64
+	// name tables received before the window opened
+	ndsAtArm, ndsBytesAtArm int64
 }
 
 func (w *window) record(idx int, k kind, n int, at int64) {
@@ -204,6 +211,8 @@ type driver struct {
 	bytes          [numKinds]atomic.Int64
 	completeCount  atomic.Int64
 	failedStreams  atomic.Int64
+	ndsResponses   atomic.Int64
+	ndsBytes       atomic.Int64
 	lastResponseAt atomic.Int64
 	window         atomic.Pointer[window]
 	errMu          sync.Mutex
@@ -307,6 +316,7 @@ func (d *driver) initial() (initialResult, error) {
 		CompletionMs: completion, WallMs: wallMs, OpenMs: openMs,
 		Responses: perTypeOf(&d.responses), Bytes: perTypeOf(&d.bytes),
 		DriverCPUS: cpuSeconds() - cpu0, Decodes: decodes, MemoHits: hits, Errors: errs, TimedOut: timedOut,
+		NameTables: d.ndsResponses.Load(), NameTableBytes: d.ndsBytes.Load(),
 	}, nil
 }
 
@@ -320,7 +330,7 @@ func (d *driver) arm(cmd command) error {
 	if k < 0 {
 		return fmt.Errorf("probe type %q", cmd.Probe.Type)
 	}
-	w := &window{probeKind: kind(k), probe: cmd.Probe, expected: map[int]bool{}, ackedAt: map[int]int64{}, gotAny: map[int]bool{}, cpuAtArm: cpuSeconds()}
+	w := &window{probeKind: kind(k), probe: cmd.Probe, expected: map[int]bool{}, ackedAt: map[int]int64{}, gotAny: map[int]bool{}, cpuAtArm: cpuSeconds(), ndsAtArm: d.ndsResponses.Load(), ndsBytesAtArm: d.ndsBytes.Load()}
 	for i := range w.clientsByType {
 		w.clientsByType[i] = map[int]bool{}
 	}
@@ -401,6 +411,7 @@ func (d *driver) measure(cmd command) (editResult, error) {
 		Responses: perTypeOfInts(w.responses), Bytes: perTypeOfInts(w.bytes), ClientsByType: perTypeOfInts(byType),
 		FirstResponseMs: first, LastResponseMs: last, DriverCPUS: cpuSeconds() - w.cpuAtArm, TimedOut: timedOut,
 		FailedStreams: d.failedStreams.Load(),
+		NameTables:    d.ndsResponses.Load() - w.ndsAtArm, NameTableBytes: d.ndsBytes.Load() - w.ndsBytesAtArm,
 	}, nil
 }
 

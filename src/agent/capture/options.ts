@@ -33,6 +33,8 @@ export interface CaptureOptions {
   readonly excludeOutboundPorts?: string;
   /** Also write IPv6 rules (ip6tables). */
   readonly ipv6?: boolean;
+  /** `--redirect-dns`: the application's port-53 UDP and TCP go to the agent's DNS proxy (docs/adr/0187). */
+  readonly redirectDns?: boolean;
 }
 
 export type Family = 'ipv4' | 'ipv6';
@@ -54,6 +56,8 @@ export interface CapturePlan {
     readonly excludePorts: ReadonlyArray<number>;
   };
   readonly families: ReadonlyArray<Family>;
+  /** Where the application's DNS (port 53, UDP and TCP) is redirected: the agent's DNS proxy; none without --redirect-dns. */
+  readonly dnsPort?: number;
   /** Things the user should know (e.g. IPv6 ranges given while only IPv4 is captured). */
   readonly warnings: ReadonlyArray<string>;
 }
@@ -167,6 +171,7 @@ export function capturePlan(o: CaptureOptions): CapturePlan {
       excludePorts: outExcludePorts,
     },
     families,
+    ...(o.redirectDns ? { dnsPort: PROXY_PORTS.dns } : {}),
     warnings,
   };
 }

@@ -16,6 +16,9 @@
  *     included outbound ports                          -> MESH_REDIRECT, whatever the destination
  *     excluded ranges                                  RETURN
  *     included ranges (or all)                         -> MESH_REDIRECT -> REDIRECT to the proxy port
+ *   OUTPUT -p udp|tcp --dport 53 -> MESH_DNS  with --redirect-dns (docs/adr/0187), before MESH_OUTPUT:
+ *     the proxy's uid / gid                            RETURN (the agent forwarding upstream)
+ *     the rest                                         REDIRECT to the agent's DNS proxy (15053)
  *
  * The chains are declared in the input, which empties them, and a rerun's restore first deletes the
  * jumps an earlier run added (`withPreviousRemoved`), so running it twice leaves one set of rules.
@@ -27,6 +30,7 @@ export const CHAINS = Object.freeze({
   inRedirect: 'MESH_IN_REDIRECT',
   output: 'MESH_OUTPUT',
   redirect: 'MESH_REDIRECT',
+  dns: 'MESH_DNS',
 });
 
 /** Per family: loopback and the source address the proxy's inbound passthrough connects from. */
@@ -70,6 +74,12 @@ function rulesetFor(plan: CapturePlan, family: Family): Ruleset {
     for (const p of plan.inbound.include) add(`${inbound} -p tcp --dport ${p} -j ${inRedirect}`);
   }
   if (inboundCaptures(plan)) jumps.push(`PREROUTING -p tcp -j ${inbound}`);
+  if (plan.dnsPort !== undefined) {
+    for (const proto of ['udp', 'tcp']) jumps.push(`OUTPUT -p ${proto} --dport 53 -j ${CHAINS.dns}`);
+    add(`${CHAINS.dns} -m owner --uid-owner ${plan.proxyUid} -j RETURN`);
+    add(`${CHAINS.dns} -m owner --gid-owner ${plan.proxyGid} -j RETURN`);
+    for (const proto of ['udp', 'tcp']) add(`${CHAINS.dns} -p ${proto} -j REDIRECT --to-ports ${plan.dnsPort}`);
+  }
   jumps.push(`OUTPUT -p tcp -j ${output}`);
 
   const o = plan.outbound;
@@ -88,7 +98,9 @@ function rulesetFor(plan: CapturePlan, family: Family): Ruleset {
 
   const text = [
     '*nat',
-    ...Object.values(CHAINS).map((c) => `:${c} - [0:0]`),
+    ...Object.values(CHAINS)
+      .filter((c) => c !== CHAINS.dns || plan.dnsPort !== undefined)
+      .map((c) => `:${c} - [0:0]`),
     ...jumps.map((j) => `-A ${j}`),
     ...rules,
     'COMMIT',

@@ -25,6 +25,7 @@ interface CaptureFlags {
   readonly includeOutboundPorts: string;
   readonly excludeOutboundPorts: string;
   readonly ipv6?: unknown;
+  readonly redirectDns?: unknown;
   readonly dryRun?: unknown;
   readonly log_output_level: string;
 }
@@ -63,6 +64,7 @@ export function registerCaptureCommand(program: Command, cli: Cli): Command {
     .option('-q, --include-outbound-ports <ports>', 'Outbound ports redirected whatever the destination.', '')
     .option('-o, --exclude-outbound-ports <ports>', 'Outbound ports never redirected.', '')
     .addOption(boolOption('--ipv6', 'Also write the IPv6 rules (ip6tables-restore); IPv6 ranges of -i/-x apply to them.'))
+    .addOption(boolOption('--redirect-dns', `Redirect the application's DNS (UDP and TCP port 53) to the agent's DNS proxy on ${PROXY_PORTS.dns}; the proxy's uid/gid are not redirected (node metadata DNS_CAPTURE).`))
     .addOption(boolOption('--dry-run', 'Print the rules instead of applying them.'))
     .option('--log_output_level <levels>', 'Comma-separated <scope>:<level> (scope capture or default): info prints a summary, debug the rules applied.', 'default:info')
     .action(
@@ -81,6 +83,7 @@ export function registerCaptureCommand(program: Command, cli: Cli): Command {
           includeOutboundPorts: flags.includeOutboundPorts,
           excludeOutboundPorts: flags.excludeOutboundPorts,
           ipv6: boolValue(flags.ipv6, '--ipv6'),
+          redirectDns: boolValue(flags.redirectDns, '--redirect-dns'),
         };
         let plan;
         try {
@@ -103,7 +106,7 @@ export function registerCaptureCommand(program: Command, cli: Cli): Command {
           for (const a of applied) {
             if (shows(level, 'debug')) stderr += `capture: ${a.command} (${a.family}):\n${a.text}`;
             if (shows(level, 'info')) {
-              stderr += `capture: ${a.family} rules applied (outbound TCP -> ${plan.proxyPort}, inbound TCP -> ${plan.inboundCapturePort}, uid ${plan.proxyUid} / gid ${plan.proxyGid} not captured${a.replacedPrevious ? '; replaced an earlier run\'s rules' : ''})\n`;
+              stderr += `capture: ${a.family} rules applied (outbound TCP -> ${plan.proxyPort}, inbound TCP -> ${plan.inboundCapturePort}, ${plan.dnsPort !== undefined ? `, DNS (port 53) -> ${plan.dnsPort}` : ''}, uid ${plan.proxyUid} / gid ${plan.proxyGid} not captured${a.replacedPrevious ? '; replaced an earlier run\'s rules' : ''})\n`;
             }
           }
           return { stderr };

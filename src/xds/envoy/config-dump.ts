@@ -26,6 +26,7 @@ import { DownstreamTlsContext, UpstreamTlsContext } from '../../gen/envoy/extens
 import { HttpProtocolOptions } from '../../gen/envoy/extensions/upstreams/http/v3/http_protocol_options.js';
 import { Any } from '../../gen/google/protobuf/any.js';
 import { Secret } from '../../gen/envoy/extensions/transport_sockets/tls/v3/secret.js';
+import { NameTable } from '../../gen/mesh/v1/dns/name_table.js';
 import type { EncodedResource } from '../cache.js';
 import { TypeUrl, type XdsTypeUrl } from '../types.js';
 
@@ -42,6 +43,7 @@ const CODECS: Readonly<Record<string, JsonCodec>> = {
   [TypeUrl.Endpoint]: ClusterLoadAssignment,
   [TypeUrl.Listener]: Listener,
   [TypeUrl.Route]: RouteConfiguration,
+  [TypeUrl.NameTable]: NameTable,
   [`${PREFIX}envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager`]: HttpConnectionManager,
   [`${PREFIX}envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy`]: TcpProxy,
   [`${PREFIX}envoy.extensions.filters.http.router.v3.Router`]: Router,

@@ -30,6 +30,7 @@ import { buildHttpRoutes, destinationCluster, type RouteContext } from '../envoy
 import { TypeUrl } from '../types.js';
 import { generateEndpoints, visibleOutboundClusters } from './common.js';
 import { caCredential, secrets } from './secrets.js';
+import { nameTable } from './name-table.js';
 import type { GenerateInput, GeneratorSet } from './types.js';
 import { hcmObservability } from './observability.js';
 
@@ -337,6 +338,7 @@ export const gatewayGenerators: GeneratorSet = {
   [TypeUrl.Listener]: listeners,
   [TypeUrl.Route]: routes,
   [TypeUrl.Secret]: secrets,
+  [TypeUrl.NameTable]: nameTable,
   [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names, few }) =>
     generateEndpoints(proxy, push, endpoints, cache, names, true, () => visibleOutboundClusters(proxy, push, endpoints, cache, false).map((c) => c.name), few),
 };

@@ -19,6 +19,7 @@ import { TypeUrl } from '../types.js';
 import { encodeOutboundCluster, generateEndpoints, resolveClusterRef, visibleOutboundClusters } from './common.js';
 import { routeInputsKey } from './route-inputs.js';
 import { secrets } from './secrets.js';
+import { nameTable } from './name-table.js';
 import { buildGrpcServerListener, parseServerListenerName, type ListeningAddress } from './grpc-server.js';
 import { NO_AUTHZ, mtlsModeForPort } from '../../model/policy/index.js';
 import { objectId } from '../../util/identity.js';
@@ -128,6 +129,7 @@ export const grpcGenerators: GeneratorSet = {
   [TypeUrl.Listener]: listeners,
   [TypeUrl.Route]: routes,
   [TypeUrl.Secret]: secrets,
+  [TypeUrl.NameTable]: nameTable,
   [TypeUrl.Cluster]: clusters,
   [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names, few }) => generateEndpoints(proxy, push, endpoints, cache, names, false, () => [], few),
 };

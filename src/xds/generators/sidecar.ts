@@ -36,6 +36,7 @@ import { workloadJwt } from './request-authn.js';
 import { workloadExtAuthz } from './ext-authz.js';
 import { settingsKey, type GenerateInput, type GeneratorSet, type GeneratorSettings } from './types.js';
 import { secrets } from './secrets.js';
+import { nameTable } from './name-table.js';
 import { hcmObservability, type ObservabilityChoice } from './observability.js';
 
 export type { InboundPort };
@@ -345,6 +346,7 @@ export const sidecarGenerators: GeneratorSet = {
   [TypeUrl.Listener]: listeners,
   [TypeUrl.Route]: sidecarRoutes,
   [TypeUrl.Secret]: secrets,
+  [TypeUrl.NameTable]: nameTable,
   [TypeUrl.Endpoint]: ({ proxy, push, endpoints, cache, names, few }) =>
     generateEndpoints(
       proxy,
