@@ -65,8 +65,7 @@ export async function parseConfigDocumentsYielding(
       const turn = yieldPoint();
       if (turn) await turn;
       // one document's YAML parse cannot be cut into turns: a large one is parsed in a worker thread (docs/adr/0183)
-      const outcome =
-        piece.text.length >= LARGE_DOCUMENT_CHARS ? await parseLargePiece(piece, index, origin, defaultNamespace, cache, next, limits) : parsePiece(piece, index, origin, defaultNamespace, cache, next);
+      const outcome = await parsePiece(piece, index, origin, defaultNamespace, cache, next, limits);
       if (outcome === 'unsplittable') {
         results = undefined;
         break;
@@ -100,29 +99,6 @@ export function parseDocumentJob(job: DocumentJob): DocumentResult[] | 'unsplitt
   if (job.whole) return parseWhole(readYamlDocuments(job.text), job.origin, job.defaultNamespace);
   const outcome = readOneDocument(job.text, job.line, `${job.origin}#${job.index}`, job.defaultNamespace);
   return outcome === 'unsplittable' ? outcome : [outcome.result];
-}
-
-/** As parsePiece, for a large document: in the worker thread. */
-async function parseLargePiece(
-  piece: { text: string; line: number },
-  index: number,
-  origin: string,
-  defaultNamespace: string,
-  cache: DocumentCache,
-  next: DocumentCache,
-  limits: LargeDocumentLimits,
-): Promise<{ result: DocumentResult } | 'unsplittable'> {
-  const key = `${index}\n${piece.text}`;
-  const known = cache.get(key);
-  if (known) {
-    next.set(key, known);
-    return { result: known };
-  }
-  const results = await parseLarge({ text: piece.text, line: piece.line, origin, index, defaultNamespace, whole: false }, limits);
-  if (results === 'unsplittable') return results;
-  const result = results[0];
-  if (result && !('issues' in result)) next.set(key, result);
-  return { result };
 }
 
 async function parseLarge(job: DocumentJob & { whole: true }, limits: LargeDocumentLimits): Promise<DocumentResult[]>;
@@ -238,7 +214,13 @@ function parseByDocument(text: string, origin: string, defaultNamespace: string,
   return results;
 }
 
-/** One document of a split text: from `cache` when unchanged at its index, else parsed; valid results go into `next`. */
+type PieceOutcome = { result: DocumentResult } | 'unsplittable';
+
+/**
+ * One document of a split text: from `cache` when unchanged at its index, else parsed; valid results
+ * go into `next`. With `limits`, a large document is parsed in the worker thread (a promise).
+ */
+function parsePiece(piece: { text: string; line: number }, index: number, origin: string, defaultNamespace: string, cache: DocumentCache, next: DocumentCache): PieceOutcome;
 function parsePiece(
   piece: { text: string; line: number },
   index: number,
@@ -246,18 +228,31 @@ function parsePiece(
   defaultNamespace: string,
   cache: DocumentCache,
   next: DocumentCache,
-): { result: DocumentResult } | 'unsplittable' {
+  limits: LargeDocumentLimits,
+): PieceOutcome | Promise<PieceOutcome>;
+function parsePiece(
+  piece: { text: string; line: number },
+  index: number,
+  origin: string,
+  defaultNamespace: string,
+  cache: DocumentCache,
+  next: DocumentCache,
+  limits?: LargeDocumentLimits,
+): PieceOutcome | Promise<PieceOutcome> {
   const key = `${index}\n${piece.text}`;
   const known = cache.get(key);
   if (known) {
     next.set(key, known);
     return { result: known };
   }
-  const outcome = readOneDocument(piece.text, piece.line, `${origin}#${index}`, defaultNamespace);
-  if (outcome === 'unsplittable') return outcome;
-  const { result } = outcome;
-  if (result && !('issues' in result)) next.set(key, result);
-  return { result };
+  const keep = (outcome: PieceOutcome): PieceOutcome => {
+    if (outcome !== 'unsplittable' && outcome.result && !('issues' in outcome.result)) next.set(key, outcome.result);
+    return outcome;
+  };
+  if (limits && piece.text.length >= LARGE_DOCUMENT_CHARS) {
+    return parseLarge({ text: piece.text, line: piece.line, origin, index, defaultNamespace, whole: false }, limits).then((r) => keep(r === 'unsplittable' ? r : { result: r[0] }));
+  }
+  return keep(readOneDocument(piece.text, piece.line, `${origin}#${index}`, defaultNamespace));
 }
 
 /** The one document of `text` (whose first line is `line` of the whole text), or 'unsplittable'. */
