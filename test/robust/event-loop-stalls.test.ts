@@ -114,8 +114,9 @@ describe('event-loop stalls', () => {
     // rendered in one piece (JSON.stringify of the whole view), the render was one stall, nearly all
     // of the time. Rendered over turns, what remains is the one message the answer is sent in, and
     // this test process's own decoding of it (the probe shares its event loop): 21-38 % of the time
-    // measured (1.19 of 5.6 s quiet; 1.29 of 3.4 s in a full CI run), so the bound is half.
-    expect(longestMs).toBeLessThan(tookMs / 2);
+    // measured (1.19 of 5.6 s quiet; 1.29 of 3.4 s in a full CI run). Sent in parts of whole items,
+    // which meshctl parses and joins one by one (docs/adr/0185): 7 % (336 of 4,780 ms at load 13).
+    expect(longestMs).toBeLessThan(tookMs / 5);
   });
 });
 
@@ -195,5 +196,108 @@ describe.each<Shape>(['documents', 'directives'])('loading a 12 MB config file (
     expect({ services: status.services, virtualServices: status.virtualServices, endpoints: status.endpoints }).toEqual(want);
     expect(await d.metric('disc_total_rejected_configs')).toBe(0);
     expect(longestMs).toBeLessThan(LOAD_STALL_BOUND_MS);
+  }, 200_000);
+});
+
+/** One document of ~12 MB: a ServiceEntry of 200,000 endpoints (the YAML parse of one document cannot be cut into turns). */
+const HUGE_ENDPOINTS = 200_000;
+
+function hugeDocument(): string {
+  const endpoints = Array.from({ length: HUGE_ENDPOINTS }, (_, k) => ({ address: `10.${100 + ((k >> 16) & 255)}.${(k >> 8) & 255}.${k & 255}`, labels: { version: `v${(k % 2) + 1}` } }));
+  return toYamlDocuments([
+    {
+      apiVersion: 'networking.mesh.io/v1',
+      kind: 'ServiceEntry',
+      metadata: { name: 'huge', namespace: 'ns-0' },
+      spec: { hosts: ['huge.ns-0.svc.cluster.local'], addresses: ['240.251.0.1'], location: 'MESH_INTERNAL', resolution: 'STATIC', ports: [{ number: 8080, name: 'http', protocol: 'HTTP' }], endpoints },
+    },
+  ]);
+}
+
+describe('loading one 12 MB document into a running daemon', () => {
+  let dir: Awaited<ReturnType<typeof makeConfigDir>>;
+  let d: Daemon;
+
+  beforeAll(async () => {
+    dir = await makeConfigDir();
+    await dir.write('mesh.yaml', meshObjects(5));
+    d = await startDaemon({ configDir: dir.path });
+  });
+
+  afterAll(async () => {
+    await d?.stop(60_000);
+    await dir?.cleanup();
+  });
+
+  it('keeps answering /ready and ends with every endpoint', async () => {
+    const text = hugeDocument();
+    const small = (await d.debug('push_status')) as PushStatus;
+    const want = { services: small.services + 1, endpoints: small.endpoints + HUGE_ENDPOINTS };
+    const rss = sampleRss(d.pid, 100);
+    let stopped: { longestMs: number; answered: number };
+    let peak: number;
+    const probe = probeReady(d.monitoringAddr);
+    const t0 = performance.now();
+    let status = small;
+    let loadMs: number;
+    try {
+      await dir.write('huge.yaml', text);
+      await eventually('the document to be in the model', async () => {
+        status = (await d.debug('push_status')) as PushStatus;
+        return status.services === want.services && status.endpoints === want.endpoints;
+      }, { timeoutMs: 150_000, intervalMs: 50, retryErrors: true });
+      loadMs = performance.now() - t0;
+    } finally {
+      stopped = await probe.stop();
+      peak = rss.stop().peak;
+    }
+    const { longestMs, answered } = stopped;
+    process.stdout.write(`one document: ${(text.length / 1e6).toFixed(1)} MB loaded in ${loadMs.toFixed(0)} ms: longest /ready round trip ${longestMs.toFixed(0)} ms (${answered} answered), peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB\n`);
+    expect(text.length).toBeGreaterThan(11_000_000);
+    expect({ services: status.services, endpoints: status.endpoints }).toEqual(want);
+    expect(await d.metric('disc_total_rejected_configs')).toBe(0);
+    // before docs/adr/0183 the parse alone was one stall of tens of seconds (not loaded within 200 s)
+    expect(longestMs).toBeLessThan(loadMs / 4);
+  }, 200_000);
+});
+
+describe('/debug/config_dump of a sidecar in a mesh of 2,000 services', () => {
+  let dir: Awaited<ReturnType<typeof makeConfigDir>>;
+  let d: Daemon;
+
+  beforeAll(async () => {
+    dir = await makeConfigDir();
+    await dir.write('mesh.yaml', meshObjects(2_000, BIG_ENDPOINTS));
+    d = await startDaemon({ configDir: dir.path, readyTimeoutMs: 120_000 });
+  }, 150_000);
+
+  afterAll(async () => {
+    await d?.stop(60_000);
+    await dir?.cleanup();
+  });
+
+  it('is rendered over turns, in both formats', async () => {
+    const node = sidecarNode(1);
+    const s = new SotwStream(d.grpcAddr, node);
+    try {
+      s.send({ typeUrl: TypeUrl.Cluster });
+      await eventually('the sidecar to be connected', async () => ((await d.debug('push_status')) as { connections: number }).connections >= 1, { timeoutMs: 60_000 });
+      for (const format of ['mesh', 'envoy']) {
+        const probe = probeReady(d.monitoringAddr);
+        await new Promise((r) => setTimeout(r, 100));
+        const t0 = performance.now();
+        const dump = await get(d.httpAddr, `/debug/config_dump?proxyID=${encodeURIComponent(node.id)}&format=${format}`);
+        const tookMs = performance.now() - t0;
+        const { longestMs, answered } = await probe.stop();
+        process.stdout.write(`config_dump (${format}) ${(dump.bytes / 1e6).toFixed(1)} MB in ${tookMs.toFixed(0)} ms: longest /ready round trip ${longestMs.toFixed(0)} ms (${answered} answered)\n`);
+        expect(dump.status).toBe(200);
+        expect(dump.bytes).toBeGreaterThan(10_000_000);
+        expect(answered).toBeGreaterThan(5);
+        // generated, decoded and rendered whole, the dump was one stall, nearly all of its time (docs/adr/0184)
+        expect(longestMs).toBeLessThan(tookMs / 3);
+      }
+    } finally {
+      s.close();
+    }
   }, 200_000);
 });
