@@ -127,10 +127,11 @@ describe('event-loop stalls', () => {
 const BIG_SERVICES = 6_000;
 const BIG_ENDPOINTS = 24;
 
-type Shape = 'documents' | 'directives';
+type Shape = 'documents' | 'directives' | 'one document';
 
 /** The big file in one of its shapes, and what the daemon holds once it is loaded (on top of meshObjects(5)). */
 function bigFile(shape: Shape): { text: string; services: number; virtualServices: number; endpoints: number } {
+  if (shape === 'one document') return { text: hugeDocument(), services: 1, virtualServices: 0, endpoints: HUGE_ENDPOINTS };
   // other names and addresses than the small file's, so that nothing is refused as a duplicate
   const objects = meshObjects(BIG_SERVICES, BIG_ENDPOINTS).map((o) => JSON.parse(JSON.stringify(o).replaceAll('svc-', 'big-').replaceAll('240.240.', '240.250.')) as object);
   const docs = toYamlDocuments(objects);
@@ -153,7 +154,39 @@ interface PushStatus {
  */
 const LOAD_STALL_BOUND_MS = 5_000;
 
-describe.each<Shape>(['documents', 'directives'])('loading a 12 MB config file (%s) into a running daemon', (shape) => {
+/**
+ * Writes `text` as `name` into the config directory of a running daemon while probing /ready and
+ * sampling its memory, until push_status says `loaded`. What it took, and the last push_status.
+ */
+async function loadWhileProbing(
+  d: Daemon,
+  dir: Awaited<ReturnType<typeof makeConfigDir>>,
+  name: string,
+  text: string,
+  loaded: (status: PushStatus) => boolean,
+): Promise<{ loadMs: number; longestMs: number; answered: number; peak: number; status: PushStatus }> {
+  const rss = sampleRss(d.pid, 100);
+  let stopped: { longestMs: number; answered: number };
+  let peak: number;
+  const probe = probeReady(d.monitoringAddr);
+  const t0 = performance.now();
+  let status = (await d.debug('push_status')) as PushStatus;
+  let loadMs: number;
+  try {
+    await dir.write(name, text);
+    await eventually(`${name} to be in the model`, async () => {
+      status = (await d.debug('push_status')) as PushStatus;
+      return loaded(status);
+    }, { timeoutMs: 150_000, intervalMs: 50, retryErrors: true });
+    loadMs = performance.now() - t0;
+  } finally {
+    stopped = await probe.stop();
+    peak = rss.stop().peak;
+  }
+  return { loadMs, ...stopped, peak, status };
+}
+
+describe.each<Shape>(['documents', 'directives', 'one document'])('loading a 12 MB config file (%s) into a running daemon', (shape) => {
   let dir: Awaited<ReturnType<typeof makeConfigDir>>;
   let d: Daemon;
 
@@ -172,30 +205,14 @@ describe.each<Shape>(['documents', 'directives'])('loading a 12 MB config file (
     const big = bigFile(shape);
     const small = (await d.debug('push_status')) as PushStatus;
     const want = { services: small.services + big.services, virtualServices: small.virtualServices + big.virtualServices, endpoints: small.endpoints + big.endpoints };
-    const rss = sampleRss(d.pid, 100);
-    let stopped: { longestMs: number; answered: number };
-    let peak: number;
-    const probe = probeReady(d.monitoringAddr);
-    const t0 = performance.now();
-    let status = small;
-    let loadMs: number;
-    try {
-      await dir.write('big.yaml', big.text);
-      await eventually('the whole file to be in the model', async () => {
-        status = (await d.debug('push_status')) as PushStatus;
-        return status.services === want.services && status.virtualServices === want.virtualServices && status.endpoints === want.endpoints;
-      }, { timeoutMs: 150_000, intervalMs: 50, retryErrors: true });
-      loadMs = performance.now() - t0;
-    } finally {
-      stopped = await probe.stop();
-      peak = rss.stop().peak;
-    }
-    const { longestMs, answered } = stopped;
+    const { loadMs, longestMs, answered, peak, status } = await loadWhileProbing(d, dir, 'big.yaml', big.text, (st) => st.services === want.services && st.virtualServices === want.virtualServices && st.endpoints === want.endpoints);
     process.stdout.write(`${shape}: ${(big.text.length / 1e6).toFixed(1)} MB loaded in ${loadMs.toFixed(0)} ms: longest /ready round trip ${longestMs.toFixed(0)} ms (${answered} answered), peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB\n`);
     expect(big.text.length).toBeGreaterThan(11_000_000);
     expect({ services: status.services, virtualServices: status.virtualServices, endpoints: status.endpoints }).toEqual(want);
     expect(await d.metric('disc_total_rejected_configs')).toBe(0);
-    expect(longestMs).toBeLessThan(LOAD_STALL_BOUND_MS);
+    // one document: before docs/adr/0183 its parse alone was one stall of tens of seconds, and it
+    // never loaded (not within 200 s); after it, 3.9 s of a 99 s load at load average 14
+    expect(longestMs).toBeLessThan(shape === 'one document' ? loadMs / 4 : LOAD_STALL_BOUND_MS);
   }, 200_000);
 });
 
@@ -213,53 +230,6 @@ function hugeDocument(): string {
     },
   ]);
 }
-
-describe('loading one 12 MB document into a running daemon', () => {
-  let dir: Awaited<ReturnType<typeof makeConfigDir>>;
-  let d: Daemon;
-
-  beforeAll(async () => {
-    dir = await makeConfigDir();
-    await dir.write('mesh.yaml', meshObjects(5));
-    d = await startDaemon({ configDir: dir.path });
-  });
-
-  afterAll(async () => {
-    await d?.stop(60_000);
-    await dir?.cleanup();
-  });
-
-  it('keeps answering /ready and ends with every endpoint', async () => {
-    const text = hugeDocument();
-    const small = (await d.debug('push_status')) as PushStatus;
-    const want = { services: small.services + 1, endpoints: small.endpoints + HUGE_ENDPOINTS };
-    const rss = sampleRss(d.pid, 100);
-    let stopped: { longestMs: number; answered: number };
-    let peak: number;
-    const probe = probeReady(d.monitoringAddr);
-    const t0 = performance.now();
-    let status = small;
-    let loadMs: number;
-    try {
-      await dir.write('huge.yaml', text);
-      await eventually('the document to be in the model', async () => {
-        status = (await d.debug('push_status')) as PushStatus;
-        return status.services === want.services && status.endpoints === want.endpoints;
-      }, { timeoutMs: 150_000, intervalMs: 50, retryErrors: true });
-      loadMs = performance.now() - t0;
-    } finally {
-      stopped = await probe.stop();
-      peak = rss.stop().peak;
-    }
-    const { longestMs, answered } = stopped;
-    process.stdout.write(`one document: ${(text.length / 1e6).toFixed(1)} MB loaded in ${loadMs.toFixed(0)} ms: longest /ready round trip ${longestMs.toFixed(0)} ms (${answered} answered), peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB\n`);
-    expect(text.length).toBeGreaterThan(11_000_000);
-    expect({ services: status.services, endpoints: status.endpoints }).toEqual(want);
-    expect(await d.metric('disc_total_rejected_configs')).toBe(0);
-    // before docs/adr/0183 the parse alone was one stall of tens of seconds (not loaded within 200 s)
-    expect(longestMs).toBeLessThan(loadMs / 4);
-  }, 200_000);
-});
 
 describe('/debug/config_dump of a sidecar in a mesh of 2,000 services', () => {
   let dir: Awaited<ReturnType<typeof makeConfigDir>>;
