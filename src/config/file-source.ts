@@ -30,6 +30,7 @@ import { createHash } from 'node:crypto';
 import { watch, type FSWatcher, type Stats } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
+import type { LargeDocumentLimits } from './large-documents.js';
 import { parseConfigDocumentsYielding, type DocumentCache } from './parse.js';
 import { contentHash, type MemoryConfigStore } from './store.js';
 import type { ConfigObject, ConfigRejection } from './types.js';
@@ -65,6 +66,8 @@ export interface FileConfigSourceOptions {
   readonly debounceMs?: number;
   /** Files larger than this are refused (default 16 MiB). */
   readonly maxFileBytes?: number;
+  /** Bounds of the worker thread that parses large documents (large-documents.ts; defaults there). */
+  readonly largeDocuments?: LargeDocumentLimits;
 }
 
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
@@ -97,8 +100,8 @@ function objectId(kind: string, namespace: string, name: string): string {
 }
 
 export class FileConfigSource {
-  private readonly opts: Required<Omit<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError' | 'onDirLost' | 'onChangePending'>> &
-    Pick<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError' | 'onDirLost' | 'onChangePending'>;
+  private readonly opts: Required<Omit<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError' | 'onDirLost' | 'onChangePending' | 'largeDocuments'>> &
+    Pick<FileConfigSourceOptions, 'onReject' | 'onWarn' | 'onError' | 'onDirLost' | 'onChangePending' | 'largeDocuments'>;
   private readonly files = new Map<string, FileState>();
   private readonly watchers = new Map<string, FSWatcher>();
   private watchFailed = false;
@@ -310,7 +313,7 @@ export class FileConfigSource {
     const { objects, rejections } =
       st.size > this.opts.maxFileBytes
         ? { objects: [], rejections: [{ origin, issues: [{ path: '', message: `file is larger than ${this.opts.maxFileBytes} bytes` }] }] }
-        : await parseConfigDocumentsYielding(content.toString('utf8'), origin, this.opts.defaultNamespace, docs);
+        : await parseConfigDocumentsYielding(content.toString('utf8'), origin, this.opts.defaultNamespace, docs, this.opts.largeDocuments);
     for (const o of objects) {
       if (o.warnings && previous.get(idOfObject(o)) !== o) this.warn(o);
       // the store compares objects by this hash; computed here over turns, the store's change of

@@ -12,6 +12,8 @@ import type { Document } from 'yaml';
 import { CONFIG_KINDS, kindByName, type KindDefinition } from './kinds.js';
 import type { ConfigMeta, ConfigObject, ConfigRejection, FieldIssue } from './types.js';
 import { yieldPoint } from '../util/cooperative.js';
+import { inWorker, LARGE_DOCUMENT_CHARS, LargeDocumentError, type LargeDocumentLimits } from './large-documents.js';
+import { seedContentHash } from './store.js';
 import { isRecord } from '../util/record.js';
 import { readYamlDocuments, yamlValue } from '../util/yaml.js';
 import { type ConfigIssue, isDns1123Label, isDns1123Subdomain, isWarning, join } from './validation/common.js';
@@ -47,7 +49,13 @@ export function parseConfigDocuments(text: string, origin: string, defaultNamesp
  * no synchronous stretch is longer than one document (docs/adr/0113). Same results as
  * parseConfigDocuments. A text that cannot be split with certainty is parsed whole, at once.
  */
-export async function parseConfigDocumentsYielding(text: string, origin: string, defaultNamespace: string, cache: DocumentCache = new Map()): Promise<ParseResult> {
+export async function parseConfigDocumentsYielding(
+  text: string,
+  origin: string,
+  defaultNamespace: string,
+  cache: DocumentCache = new Map(),
+  limits: LargeDocumentLimits = {},
+): Promise<ParseResult> {
   const pieces = splitDocuments(text);
   let results: DocumentResult[] | undefined;
   if (pieces) {
@@ -56,7 +64,8 @@ export async function parseConfigDocumentsYielding(text: string, origin: string,
     for (const [index, piece] of pieces.entries()) {
       const turn = yieldPoint();
       if (turn) await turn;
-      const outcome = parsePiece(piece, index, origin, defaultNamespace, cache, next);
+      // one document's YAML parse cannot be cut into turns: a large one is parsed in a worker thread (docs/adr/0183)
+      const outcome = await parsePiece(piece, index, origin, defaultNamespace, cache, next, limits);
       if (outcome === 'unsplittable') {
         results = undefined;
         break;
@@ -65,7 +74,85 @@ export async function parseConfigDocumentsYielding(text: string, origin: string,
     }
     if (results) refill(cache, next);
   }
-  return collect(results ?? parseWhole(readYamlDocuments(text), origin, defaultNamespace), origin);
+  if (!results) {
+    results =
+      text.length >= LARGE_DOCUMENT_CHARS
+        ? await parseLarge({ text, line: 0, origin, index: 0, defaultNamespace, whole: true }, limits)
+        : parseWhole(readYamlDocuments(text), origin, defaultNamespace);
+  }
+  return collect(results, origin);
+}
+
+/** What the worker thread parses (parse-worker.ts): one document's text at `index` of `origin`, or with `whole` a whole text. */
+export interface DocumentJob {
+  readonly text: string;
+  /** The document's first line in the whole text (0-based), for the line numbers of its errors. */
+  readonly line: number;
+  readonly origin: string;
+  readonly index: number;
+  readonly defaultNamespace: string;
+  readonly whole: boolean;
+}
+
+/** The worker's side of a job: the results of the document(s), or 'unsplittable' when the piece is not exactly one document. */
+export function parseDocumentJob(job: DocumentJob): DocumentResult[] | 'unsplittable' {
+  if (job.whole) return parseWhole(readYamlDocuments(job.text), job.origin, job.defaultNamespace);
+  const outcome = readOneDocument(job.text, job.line, `${job.origin}#${job.index}`, job.defaultNamespace);
+  return outcome === 'unsplittable' ? outcome : [outcome.result];
+}
+
+async function parseLarge(job: DocumentJob & { whole: true }, limits: LargeDocumentLimits): Promise<DocumentResult[]>;
+async function parseLarge(job: DocumentJob, limits: LargeDocumentLimits): Promise<DocumentResult[] | 'unsplittable'>;
+async function parseLarge(job: DocumentJob, limits: LargeDocumentLimits): Promise<DocumentResult[] | 'unsplittable'> {
+  let answer;
+  try {
+    answer = await inWorker(job, limits);
+  } catch (err) {
+    if (!(err instanceof LargeDocumentError)) throw err;
+    // no kind or name known: the file source keeps every object of the file's last good version
+    const size = `${(Buffer.byteLength(job.text) / 2 ** 20).toFixed(1)} MiB`;
+    const what = job.whole ? `the file (${size})` : `this document (${size})`;
+    return [{ origin: job.whole ? job.origin : `${job.origin}#${job.index}`, issues: [{ path: '', message: `${what} was not read: ${err.message}` }] }];
+  }
+  if ('unsplittable' in answer) return 'unsplittable';
+  const out: DocumentResult[] = [];
+  for (const [k, raw] of answer.results.entries()) out.push(await revive(raw as DocumentResult, answer.hashes[k]));
+  return out;
+}
+
+/**
+ * A result as it comes from the worker (a structured clone): its kind's own `gvk` object back,
+ * frozen as a parsed one is (over turns: a document of 200,000 endpoints is a million objects), its
+ * content hash known to the store.
+ */
+async function revive(raw: DocumentResult, hash: string | undefined): Promise<DocumentResult> {
+  if (raw === undefined) return undefined;
+  const object = async (o: ConfigObject): Promise<ConfigObject> => {
+    const def = kindByName(o.meta.gvk.kind);
+    const meta = Object.freeze({ ...o.meta, gvk: def?.gvk ?? o.meta.gvk, labels: Object.freeze(o.meta.labels), annotations: Object.freeze(o.meta.annotations) });
+    await deepFreezeYielding(o.spec);
+    return o.warnings ? { meta, spec: o.spec, warnings: Object.freeze(o.warnings) } : { meta, spec: o.spec };
+  };
+  if ('issues' in raw) return raw.salvaged ? { ...raw, salvaged: await object(raw.salvaged) } : raw;
+  const revived = await object(raw);
+  if (hash !== undefined) seedContentHash(revived, hash);
+  return revived;
+}
+
+/** deepFreeze, yielding through the cooperative turn queue every few thousand objects. */
+async function deepFreezeYielding(root: unknown): Promise<void> {
+  const stack: unknown[] = [root];
+  let n = 0;
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value !== 'object' || value === null || Object.isFrozen(value)) continue;
+    Object.freeze(value);
+    for (const v of Object.values(value)) if (typeof v === 'object' && v !== null) stack.push(v);
+    if (++n % 4096 === 0) {
+      const turn = yieldPoint();
+      if (turn) await turn;
+    }
+  }
 }
 
 /** As parseConfigDocuments, for the documents of a text already read with readYamlDocuments. */
@@ -102,7 +189,7 @@ function collect(results: ReadonlyArray<DocumentResult>, origin: string): ParseR
   return { objects, rejections };
 }
 
-type DocumentResult = ConfigObject | ConfigRejection | undefined;
+export type DocumentResult = ConfigObject | ConfigRejection | undefined;
 
 function parseWhole(docs: ReadonlyArray<Document.Parsed>, origin: string, defaultNamespace: string): DocumentResult[] {
   return docs.map((doc, index) => parseDocument(doc, `${origin}#${index}`, defaultNamespace));
@@ -127,7 +214,13 @@ function parseByDocument(text: string, origin: string, defaultNamespace: string,
   return results;
 }
 
-/** One document of a split text: from `cache` when unchanged at its index, else parsed; valid results go into `next`. */
+type PieceOutcome = { result: DocumentResult } | 'unsplittable';
+
+/**
+ * One document of a split text: from `cache` when unchanged at its index, else parsed; valid results
+ * go into `next`. With `limits`, a large document is parsed in the worker thread (a promise).
+ */
+function parsePiece(piece: { text: string; line: number }, index: number, origin: string, defaultNamespace: string, cache: DocumentCache, next: DocumentCache): PieceOutcome;
 function parsePiece(
   piece: { text: string; line: number },
   index: number,
@@ -135,20 +228,40 @@ function parsePiece(
   defaultNamespace: string,
   cache: DocumentCache,
   next: DocumentCache,
-): { result: DocumentResult } | 'unsplittable' {
+  limits: LargeDocumentLimits,
+): PieceOutcome | Promise<PieceOutcome>;
+function parsePiece(
+  piece: { text: string; line: number },
+  index: number,
+  origin: string,
+  defaultNamespace: string,
+  cache: DocumentCache,
+  next: DocumentCache,
+  limits?: LargeDocumentLimits,
+): PieceOutcome | Promise<PieceOutcome> {
   const key = `${index}\n${piece.text}`;
   const known = cache.get(key);
   if (known) {
     next.set(key, known);
     return { result: known };
   }
-  let docs = readYamlDocuments(piece.text);
+  const keep = (outcome: PieceOutcome): PieceOutcome => {
+    if (outcome !== 'unsplittable' && outcome.result && !('issues' in outcome.result)) next.set(key, outcome.result);
+    return outcome;
+  };
+  if (limits && piece.text.length >= LARGE_DOCUMENT_CHARS) {
+    return parseLarge({ text: piece.text, line: piece.line, origin, index, defaultNamespace, whole: false }, limits).then((r) => keep(r === 'unsplittable' ? r : { result: r[0] }));
+  }
+  return keep(readOneDocument(piece.text, piece.line, `${origin}#${index}`, defaultNamespace));
+}
+
+/** The one document of `text` (whose first line is `line` of the whole text), or 'unsplittable'. */
+function readOneDocument(text: string, line: number, docOrigin: string, defaultNamespace: string): { result: DocumentResult } | 'unsplittable' {
+  let docs = readYamlDocuments(text);
   if (docs.length !== 1) return 'unsplittable';
   // A broken document is parsed again behind blank lines, so its errors name the lines of the whole text.
-  if (docs[0].errors.length > 0 && piece.line > 0) docs = readYamlDocuments('\n'.repeat(piece.line) + piece.text);
-  const result = parseDocument(docs[0], `${origin}#${index}`, defaultNamespace);
-  if (result && !('issues' in result)) next.set(key, result);
-  return { result };
+  if (docs[0].errors.length > 0 && line > 0) docs = readYamlDocuments('\n'.repeat(line) + text);
+  return { result: parseDocument(docs[0], docOrigin, defaultNamespace) };
 }
 
 function refill(cache: DocumentCache, next: DocumentCache): void {

@@ -82,6 +82,11 @@ export function contentHash(o: ConfigObject): string {
   return hash;
 }
 
+/** Records the content hash of `o` computed elsewhere (by contentHash, in the worker thread of large documents). */
+export function seedContentHash(o: ConfigObject, hash: string): void {
+  hashes.set(o, hash);
+}
+
 export class MemoryConfigStore implements ConfigStore {
   private readonly byKind = new Map<string, Map<string, Entry>>();
   private readonly sortedCache = new Map<string, ReadonlyArray<ConfigObject>>();

@@ -16,6 +16,7 @@
  * what it built and throws `NEED_TURN`; calling the same computation again continues where it
  * stopped (docs/adr/0052).
  */
+import { nextTurn, turnDeadline } from '../util/cooperative.js';
 
 /** A key naming one input of derived values (see `Dep`). */
 export type DepKey = string;
@@ -214,6 +215,25 @@ export function withDeadline<T>(until: number, fn: () => T): T {
     return fn();
   } finally {
     deadline = outer;
+  }
+}
+
+/**
+ * Runs `fn` (a computation of memoized lists) in the current turn's share of the event loop
+ * (src/util/cooperative.ts); a build that runs out of it continues on the next turn, until done.
+ * `abandon` is asked after each wait: true stops with undefined.
+ */
+export async function overTurns<T>(fn: () => T): Promise<T>;
+export async function overTurns<T>(fn: () => T, abandon: () => boolean): Promise<T | undefined>;
+export async function overTurns<T>(fn: () => T, abandon?: () => boolean): Promise<T | undefined> {
+  for (;;) {
+    try {
+      return withDeadline(turnDeadline(), fn);
+    } catch (e) {
+      if (e !== NEED_TURN) throw e;
+      await nextTurn();
+      if (abandon?.()) return undefined;
+    }
   }
 }
 

@@ -199,7 +199,7 @@ export class MeshModel {
     const changes = new Map<string, Endpoint[]>();
     for (const s of this.push.services) {
       const list = changes.get(s.hostname) ?? [];
-      list.push(...this.registry.endpoints(s));
+      for (const e of this.registry.endpoints(s)) list.push(e); // not a spread: a service may have 200,000 endpoints
       changes.set(s.hostname, list);
     }
     for (const host of this.endpoints.hostnames()) if (!changes.has(host)) changes.set(host, []);
@@ -249,7 +249,7 @@ export class MeshModel {
     const changes = new Map<string, Endpoint[]>();
     for (const host of hosts) {
       const list: Endpoint[] = [];
-      for (const s of this.push.servicesForHost(host)) list.push(...this.registry.endpoints(s));
+      for (const s of this.push.servicesForHost(host)) for (const e of this.registry.endpoints(s)) list.push(e); // not a spread: a service may have 200,000 endpoints
       changes.set(host, list);
     }
     const { index, changed } = this.endpoints.update(changes);

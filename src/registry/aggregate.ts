@@ -267,13 +267,13 @@ export class AggregateRegistry implements ServiceRegistry {
     for (const { member, service } of group.parts) {
       let endpoints = member.registry.endpoints(service);
       if (member.cluster?.clusterId === own) {
-        out.push(...endpoints);
+        for (const e of endpoints) out.push(e);
         continue;
       }
       if (group.parts[0].member !== member) endpoints = endpoints.filter((e) => portNames.has(e.servicePortName));
       if (this.opts.mcsServiceDiscovery && !member.cluster?.exported?.isExported(service.namespace, service.name)) continue;
       if (!headless) {
-        out.push(...endpoints);
+        for (const e of endpoints) out.push(e);
         continue;
       }
       if (!this.opts.multiclusterHeadless) continue;
@@ -283,7 +283,7 @@ export class AggregateRegistry implements ServiceRegistry {
         ownNetworks = new Set(nets.length > 0 ? nets : ['']);
       }
       const networks = ownNetworks;
-      out.push(...endpoints.filter((e) => networks.has(e.network)));
+      for (const e of endpoints) if (networks.has(e.network)) out.push(e);
     }
     return out;
   }

@@ -10,9 +10,10 @@ import type { ConfigStore } from '../config/types.js';
 import type { MeshModel } from '../model/mesh-model.js';
 import type { Proxy } from '../model/proxy.js';
 import { getBuildInfo } from '../version/build-info.js';
-import { JsonArray } from '../util/json-stream.js';
+import { JsonArray, lazyMap } from '../util/json-stream.js';
+import { overTurns } from '../model/derived.js';
 import type { DiscoveryServer } from '../xds/ads-server.js';
-import type { ResourceCache } from '../xds/cache.js';
+import type { EncodedResource, ResourceCache } from '../xds/cache.js';
 import { Connection, type WatchState } from '../xds/connection.js';
 import { anyToJson, envoyConfigDump } from '../xds/envoy/config-dump.js';
 import type { GeneratorSet, GeneratorSettings } from '../xds/generators/types.js';
@@ -46,7 +47,7 @@ export interface DebugReply {
   readonly body: unknown;
 }
 
-export type DebugView = (params: URLSearchParams) => DebugReply;
+export type DebugView = (params: URLSearchParams) => DebugReply | Promise<DebugReply>;
 
 /** Sync state of one type on one connection, as proxy-status shows it. */
 export type SyncStatus = 'SYNCED' | 'NOT SENT' | 'STALE' | 'NACKED';
@@ -103,7 +104,7 @@ export function debugViews(d: DebugDeps): ReadonlyMap<string, DebugView> {
     });
   });
 
-  views.set('config_dump', (params) => {
+  views.set('config_dump', async (params) => {
     const id = params.get('proxyID');
     if (!id) return fail(400, 'proxyID query parameter is required');
     const format = params.get('format') ?? 'mesh';
@@ -112,17 +113,18 @@ export function debugViews(d: DebugDeps): ReadonlyMap<string, DebugView> {
     if (!conn) return fail(404, `no connected proxy ${id}`);
     const { push, endpoints } = d.model.current();
     const gens = d.generatorsFor(conn.proxy);
-    const generated = new Map(
-      PUSH_ORDER.map((typeUrl) => {
-        const watch = conn.watches.get(typeUrl);
-        const list = gens[typeUrl]({ proxy: conn.proxy, push, endpoints, names: watch ? watch.names : undefined, cache: d.cache, settings: d.settings });
-        const version = typeUrl === TypeUrl.Endpoint ? `${push.version}+e${endpoints.version}` : push.version;
-        return [typeUrl, { version, list }] as const;
-      }),
-    );
+    // a push's work, done as a push does it: over turns of the event loop (model/derived.ts); the
+    // dump is then decoded and rendered resource by resource by whoever sends it (docs/adr/0184)
+    const generated = new Map<XdsTypeUrl, { version: string; list: ReadonlyArray<EncodedResource> }>();
+    for (const typeUrl of PUSH_ORDER) {
+      const watch = conn.watches.get(typeUrl);
+      const list = await overTurns(() => gens[typeUrl]({ proxy: conn.proxy, push, endpoints, names: watch ? watch.names : undefined, cache: d.cache, settings: d.settings }));
+      const version = typeUrl === TypeUrl.Endpoint ? `${push.version}+e${endpoints.version}` : push.version;
+      generated.set(typeUrl, { version, list });
+    }
     if (format === 'envoy') return ok(envoyConfigDump({ node: { id: conn.proxy.id, metadata: conn.proxy.metadata }, resources: generated }));
-    const dump: Record<string, unknown> = {};
-    for (const [typeUrl, { list }] of generated) dump[shortType[typeUrl as XdsTypeUrl]] = list.map((r) => ({ name: r.name, version: r.version, resource: stripType(anyToJson(r.any)) }));
+    const dump: Record<string, JsonArray> = {};
+    for (const [typeUrl, { list }] of generated) dump[shortType[typeUrl]] = new JsonArray(lazyMap(list, (r) => ({ name: r.name, version: r.version, resource: stripType(anyToJson(r.any)) })));
     return ok({ proxy: conn.proxy, version: push.version, config: dump });
   });
 

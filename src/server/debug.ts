@@ -4,7 +4,7 @@
  * loopback clients only unless UNSAFE_ENABLE_ADMIN_ENDPOINTS is true (ADR 0112).
  */
 import type { IncomingMessage } from 'node:http';
-import { JsonArray, jsonArrayChunks } from '../util/json-stream.js';
+import { isStreamed, jsonChunks } from '../util/json-stream.js';
 import { debugViews, type DebugDeps } from './debug-views.js';
 import { Streamed, type HttpService } from './http.js';
 
@@ -31,11 +31,11 @@ export function registerDebug(http: HttpService, d: DebugDeps, access: DebugAcce
   const allowed = (req: IncomingMessage): boolean => access.allowRemote || isLoopback(req.socket.remoteAddress);
   http.route('/debug', (req) => (allowed(req) ? { body: { endpoints: http.paths() } } : REMOTE_REFUSED));
   for (const [name, view] of debugViews(d)) {
-    http.route(`/debug/${name}`, (req, url) => {
+    http.route(`/debug/${name}`, async (req, url) => {
       if (!allowed(req)) return REMOTE_REFUSED;
-      const reply = view(url.searchParams);
-      // tens of MB with large subscriptions or configs: rendered item by item and streamed (docs/adr/0113)
-      if (reply.body instanceof JsonArray) return { status: reply.status, body: new Streamed(jsonArrayChunks(reply.body.items)) };
+      const reply = await view(url.searchParams);
+      // tens of MB with large subscriptions or configs: rendered item by item and streamed (docs/adr/0113, 0184)
+      if (isStreamed(reply.body)) return { status: reply.status, body: new Streamed(jsonChunks(reply.body)) };
       return { status: reply.status, body: reply.body as object };
     });
   }

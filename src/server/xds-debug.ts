@@ -14,7 +14,7 @@ import { Any } from '../gen/google/protobuf/any.js';
 import { parseSpiffeId } from '../security/spiffe.js';
 import { DEBUG_TYPE_PREFIX, type DebugAnswer, type DebugCaller, type DebugHandler } from '../xds/ads-server.js';
 import type { DebugView } from './debug-views.js';
-import { JsonArray, jsonArrayChunks } from '../util/json-stream.js';
+import { isStreamed, JsonArray, jsonArrayParts, jsonChunks } from '../util/json-stream.js';
 
 export const DEBUG_RESOURCE_TYPE = 'type.googleapis.com/google.protobuf.StringValue';
 
@@ -39,6 +39,9 @@ function encodeJson(value: unknown): Uint8Array {
   return Any.encode({ typeUrl: DEBUG_RESOURCE_TYPE, value: Buffer.from(inner) }).finish();
 }
 
+/** Text of one part of an answer in parts: about 1 MiB of items (docs/adr/0185). */
+const PART_CHARS = 1024 * 1024;
+
 /** A protobuf length-delimited field header: the tag of field `field`, then `length` as a varint. */
 function fieldHeader(field: number, length: number): Buffer {
   const bytes = [(field << 3) | 2];
@@ -54,21 +57,28 @@ function fieldHeader(field: number, length: number): Buffer {
 }
 
 /**
- * The same `Any` as encodeJson, for an array rendered item by item with yields (json-stream.ts):
- * the text never exists as one string, and the protobuf is assembled from its chunks' bytes.
+ * The same `Any` as encodeJson, for a value with long lists rendered item by item with yields
+ * (json-stream.ts): the text never exists as one string, and the protobuf is assembled from its
+ * chunks' bytes.
  */
-async function encodeJsonArray(array: JsonArray): Promise<Uint8Array> {
+async function encodeStreamedJson(value: unknown): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
+  for await (const text of jsonChunks(value, { compact: true })) chunks.push(Buffer.from(text, 'utf8'));
+  return stringValueAny(chunks);
+}
+
+/** An `Any` holding a `google.protobuf.StringValue` of the text of `chunks` (UTF-8), assembled from their bytes. */
+function stringValueAny(chunks: ReadonlyArray<Buffer>): Buffer {
   let length = 0;
-  for await (const text of jsonArrayChunks(array.items, { compact: true })) {
-    const b = Buffer.from(text, 'utf8');
-    chunks.push(b);
-    length += b.length;
-  }
+  for (const b of chunks) length += b.length;
   const stringValue = [fieldHeader(1, length), ...chunks];
   const innerLength = stringValue[0].length + length;
   const typeUrl = Buffer.from(DEBUG_RESOURCE_TYPE, 'utf8');
   return Buffer.concat([fieldHeader(1, typeUrl.length), typeUrl, fieldHeader(2, innerLength), ...stringValue]);
+}
+
+async function* answerParts(array: JsonArray): AsyncGenerator<ReadonlyArray<Uint8Array>, void, undefined> {
+  for await (const text of jsonArrayParts(array.items, PART_CHARS)) yield [stringValueAny([Buffer.from(text, 'utf8')])];
 }
 
 const STATUS_CODES: Readonly<Record<number, grpc.status>> = { 400: grpc.status.INVALID_ARGUMENT, 404: grpc.status.NOT_FOUND, 403: grpc.status.PERMISSION_DENIED };
@@ -83,12 +93,15 @@ export function xdsDebugHandler(views: ReadonlyMap<string, DebugView>, namespace
     const name = q < 0 ? rest : rest.slice(0, q);
     const view = views.get(name);
     if (!view) return { code: grpc.status.NOT_FOUND, message: `no debug view ${JSON.stringify(name)} (views: ${[...views.keys()].sort().join(', ')})` };
-    const reply = view(new URLSearchParams(q < 0 ? '' : rest.slice(q + 1)));
+    const reply = await view(new URLSearchParams(q < 0 ? '' : rest.slice(q + 1)));
     if (reply.status !== 200) {
       const error = (reply.body as { error?: unknown }).error;
       return { code: STATUS_CODES[reply.status] ?? grpc.status.UNKNOWN, message: typeof error === 'string' ? error : `debug view ${name} failed` };
     }
+    // a long list to a client that joins parts: several messages, each a JSON array of whole items,
+    // so that neither side holds (or parses) the whole text at once (docs/adr/0185)
+    if (reply.body instanceof JsonArray && caller.joinsParts) return { parts: answerParts(reply.body) };
     // large views are rendered item by item with yields: a big view does not block the loop
-    return { resources: [reply.body instanceof JsonArray ? await encodeJsonArray(reply.body) : encodeJson(reply.body)] };
+    return { resources: [isStreamed(reply.body) ? await encodeStreamedJson(reply.body) : encodeJson(reply.body)] };
   };
 }

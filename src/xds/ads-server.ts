@@ -30,8 +30,8 @@ import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, 
 import { frameWriter } from './frame-writer.js';
 import { encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, type GrpcFrame } from './wire.js';
 import { parseClusterName } from './envoy/names.js';
-import { nextTurn, turnDeadline, yieldPoint } from '../util/cooperative.js';
-import { NEED_TURN, withDeadline } from '../model/derived.js';
+import { yieldPoint } from '../util/cooperative.js';
+import { overTurns } from '../model/derived.js';
 
 export interface ModelView {
   readonly push: PushContext;
@@ -102,10 +102,25 @@ export interface DebugCaller {
   /** The authenticated identity (a SPIFFE id); absent when the port does not authenticate. */
   readonly identity?: string;
   readonly peer: string;
+  /** The client joins an answer sent in parts (node metadata DEBUG_PARTS=true; DEBUG_PARTS_METADATA). */
+  readonly joinsParts?: boolean;
 }
 
-/** Encoded `Any` resources of the answer, or the gRPC status that ends the stream. */
-export type DebugAnswer = { readonly resources: ReadonlyArray<Uint8Array> } | { readonly code: grpc.status; readonly message: string };
+/**
+ * Node metadata key by which a debug client says it joins answers in parts: every message of such an
+ * answer but the last carries the version DEBUG_PART_VERSION (docs/adr/0185).
+ */
+export const DEBUG_PARTS_METADATA = 'DEBUG_PARTS';
+export const DEBUG_PART_VERSION = 'part';
+
+/**
+ * Encoded `Any` resources of the answer (one message), or the resources of each message of an
+ * answer in parts, or the gRPC status that ends the stream.
+ */
+export type DebugAnswer =
+  | { readonly resources: ReadonlyArray<Uint8Array> }
+  | { readonly parts: AsyncIterable<ReadonlyArray<Uint8Array>> }
+  | { readonly code: grpc.status; readonly message: string };
 
 export type DebugHandler = (typeUrl: string, caller: DebugCaller) => Promise<DebugAnswer> | DebugAnswer;
 
@@ -428,14 +443,29 @@ export class DiscoveryServer {
   /** A debug stream: authorized like a proxy's (same node rules, same port authorizer), never registered. */
   private async acceptDebug(call: DuplexCall, node: Node | undefined, authorize: StreamAuthorizer | undefined): Promise<DebugCaller> {
     const conn = await this.accept(call, node, false, { direct: false, write: () => Promise.resolve(), close: () => undefined, abort: () => undefined }, authorize);
-    return { identity: conn.identity, peer: conn.peer };
+    return { identity: conn.identity, peer: conn.peer, joinsParts: conn.proxy.metadata[DEBUG_PARTS_METADATA] === 'true' };
   }
 
   private async answerDebug(writer: ResponseWriter, caller: DebugCaller, typeUrl: string): Promise<void> {
     const answer = await this.deps.debug!(typeUrl, caller);
     if ('code' in answer) throw new StreamError(answer.code, answer.message);
+    if ('resources' in answer) {
+      const nonce = (++this.nonceCounter).toString(36);
+      await writer.write(frameDiscoveryResponse(nonce, typeUrl, nonce, answer.resources, this.controlPlane));
+      return;
+    }
+    // one message per part, each written when the transport took the previous one; the last one
+    // (known once the next is asked for) carries the nonce as its version, as a whole answer does
+    let held: ReadonlyArray<Uint8Array> | undefined;
+    for await (const part of answer.parts) {
+      if (held) {
+        const nonce = (++this.nonceCounter).toString(36);
+        await writer.write(frameDiscoveryResponse(DEBUG_PART_VERSION, typeUrl, nonce, held, this.controlPlane));
+      }
+      held = part;
+    }
     const nonce = (++this.nonceCounter).toString(36);
-    await writer.write(frameDiscoveryResponse(nonce, typeUrl, nonce, answer.resources, this.controlPlane));
+    await writer.write(frameDiscoveryResponse(nonce, typeUrl, nonce, held ?? [], this.controlPlane));
   }
 
   private register(conn: Connection): Connection {
@@ -705,16 +735,9 @@ export class DiscoveryServer {
       try {
         // Generation runs within this turn's share of the loop: a large list that is not finished
         // by then keeps its progress and asks for another turn (model/derived.ts).
-        for (;;) {
-          try {
-            resources = withDeadline(turnDeadline(), () => generators[typeUrl as XdsTypeUrl](input));
-            break;
-          } catch (e) {
-            if (e !== NEED_TURN) throw e;
-            await nextTurn();
-            if (conn.closed) return;
-          }
-        }
+        const built = await overTurns(() => generators[typeUrl as XdsTypeUrl](input), () => conn.closed);
+        if (built === undefined) return;
+        resources = built;
       } catch (e) {
         this.deps.metrics.xdsPushes.inc({ type: `${shortType[typeUrl as XdsTypeUrl]}_builderr` });
         this.deps.metrics.internalErrors.inc();

@@ -175,6 +175,34 @@ describe('FileConfigSource', () => {
     await eventually('delete', () => h.names().join() === 'b', { timeoutMs: BOUND_MS });
   });
 
+  describe('a large document (parsed in a worker thread, docs/adr/0183)', () => {
+    // more than LARGE_DOCUMENT_CHARS (256 KiB) of text in one document
+    const large = (host: string): string => `${dr('big', host)}# ${'padding '.repeat(40_000)}\n`;
+
+    it('loads, and an edit of it loads', async () => {
+      const h = await setup({ 'big.yaml': large('one.example.com') });
+      await h.source.start();
+      expect(h.host('big')).toBe('one.example.com');
+      expect(Object.isFrozen(h.store.get<DestinationRule>('DestinationRule', 'default', 'big')?.spec)).toBe(true);
+      await atomicWrite(join(h.dir, 'big.yaml'), `${large('two.example.com')}---\n${dr('small', 'small.example.com')}`);
+      await eventually('the edit', () => h.host('big') === 'two.example.com' && h.host('small') === 'small.example.com', { timeoutMs: 30_000 });
+      expect(h.rejections).toEqual([]);
+    });
+
+    it.each([
+      ['time', { timeoutMs: 1 }, /^this document \(0\.3 MiB\) was not read: parsing took longer than 0\.001 s and was stopped$/],
+    ])('is refused, naming the file, when the parser runs out of %s; the last good version stays', async (_what, limits, message) => {
+      const h = await setup({ 'big.yaml': dr('big', 'good.example.com') }, { largeDocuments: limits });
+      await h.source.start();
+      expect(h.host('big')).toBe('good.example.com');
+      await atomicWrite(join(h.dir, 'big.yaml'), large('new.example.com'));
+      await eventually('the refusal', () => h.rejections.length > 0, { timeoutMs: 30_000 });
+      expect(h.rejections[0]).toMatchObject({ origin: 'big.yaml#0' });
+      expect(h.rejections[0].issues[0].message).toMatch(message);
+      expect(h.host('big')).toBe('good.example.com');
+    });
+  });
+
   it('reports a duplicate across files and lets the second take over when the first goes', async () => {
     const h = await setup({ 'a.yaml': dr('same', 'from-a') });
     await h.source.start();

@@ -114,8 +114,9 @@ describe('event-loop stalls', () => {
     // rendered in one piece (JSON.stringify of the whole view), the render was one stall, nearly all
     // of the time. Rendered over turns, what remains is the one message the answer is sent in, and
     // this test process's own decoding of it (the probe shares its event loop): 21-38 % of the time
-    // measured (1.19 of 5.6 s quiet; 1.29 of 3.4 s in a full CI run), so the bound is half.
-    expect(longestMs).toBeLessThan(tookMs / 2);
+    // measured (1.19 of 5.6 s quiet; 1.29 of 3.4 s in a full CI run). Sent in parts of whole items,
+    // which meshctl parses and joins one by one (docs/adr/0185): 7 % (336 of 4,780 ms at load 13).
+    expect(longestMs).toBeLessThan(tookMs / 5);
   });
 });
 
@@ -126,10 +127,11 @@ describe('event-loop stalls', () => {
 const BIG_SERVICES = 6_000;
 const BIG_ENDPOINTS = 24;
 
-type Shape = 'documents' | 'directives';
+type Shape = 'documents' | 'directives' | 'one document';
 
 /** The big file in one of its shapes, and what the daemon holds once it is loaded (on top of meshObjects(5)). */
 function bigFile(shape: Shape): { text: string; services: number; virtualServices: number; endpoints: number } {
+  if (shape === 'one document') return { text: hugeDocument(), services: 1, virtualServices: 0, endpoints: HUGE_ENDPOINTS };
   // other names and addresses than the small file's, so that nothing is refused as a duplicate
   const objects = meshObjects(BIG_SERVICES, BIG_ENDPOINTS).map((o) => JSON.parse(JSON.stringify(o).replaceAll('svc-', 'big-').replaceAll('240.240.', '240.250.')) as object);
   const docs = toYamlDocuments(objects);
@@ -152,7 +154,39 @@ interface PushStatus {
  */
 const LOAD_STALL_BOUND_MS = 5_000;
 
-describe.each<Shape>(['documents', 'directives'])('loading a 12 MB config file (%s) into a running daemon', (shape) => {
+/**
+ * Writes `text` as `name` into the config directory of a running daemon while probing /ready and
+ * sampling its memory, until push_status says `loaded`. What it took, and the last push_status.
+ */
+async function loadWhileProbing(
+  d: Daemon,
+  dir: Awaited<ReturnType<typeof makeConfigDir>>,
+  name: string,
+  text: string,
+  loaded: (status: PushStatus) => boolean,
+): Promise<{ loadMs: number; longestMs: number; answered: number; peak: number; status: PushStatus }> {
+  const rss = sampleRss(d.pid, 100);
+  let stopped: { longestMs: number; answered: number };
+  let peak: number;
+  const probe = probeReady(d.monitoringAddr);
+  const t0 = performance.now();
+  let status = (await d.debug('push_status')) as PushStatus;
+  let loadMs: number;
+  try {
+    await dir.write(name, text);
+    await eventually(`${name} to be in the model`, async () => {
+      status = (await d.debug('push_status')) as PushStatus;
+      return loaded(status);
+    }, { timeoutMs: 150_000, intervalMs: 50, retryErrors: true });
+    loadMs = performance.now() - t0;
+  } finally {
+    stopped = await probe.stop();
+    peak = rss.stop().peak;
+  }
+  return { loadMs, ...stopped, peak, status };
+}
+
+describe.each<Shape>(['documents', 'directives', 'one document'])('loading a 12 MB config file (%s) into a running daemon', (shape) => {
   let dir: Awaited<ReturnType<typeof makeConfigDir>>;
   let d: Daemon;
 
@@ -171,29 +205,69 @@ describe.each<Shape>(['documents', 'directives'])('loading a 12 MB config file (
     const big = bigFile(shape);
     const small = (await d.debug('push_status')) as PushStatus;
     const want = { services: small.services + big.services, virtualServices: small.virtualServices + big.virtualServices, endpoints: small.endpoints + big.endpoints };
-    const rss = sampleRss(d.pid, 100);
-    let stopped: { longestMs: number; answered: number };
-    let peak: number;
-    const probe = probeReady(d.monitoringAddr);
-    const t0 = performance.now();
-    let status = small;
-    let loadMs: number;
-    try {
-      await dir.write('big.yaml', big.text);
-      await eventually('the whole file to be in the model', async () => {
-        status = (await d.debug('push_status')) as PushStatus;
-        return status.services === want.services && status.virtualServices === want.virtualServices && status.endpoints === want.endpoints;
-      }, { timeoutMs: 150_000, intervalMs: 50, retryErrors: true });
-      loadMs = performance.now() - t0;
-    } finally {
-      stopped = await probe.stop();
-      peak = rss.stop().peak;
-    }
-    const { longestMs, answered } = stopped;
+    const { loadMs, longestMs, answered, peak, status } = await loadWhileProbing(d, dir, 'big.yaml', big.text, (st) => st.services === want.services && st.virtualServices === want.virtualServices && st.endpoints === want.endpoints);
     process.stdout.write(`${shape}: ${(big.text.length / 1e6).toFixed(1)} MB loaded in ${loadMs.toFixed(0)} ms: longest /ready round trip ${longestMs.toFixed(0)} ms (${answered} answered), peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB\n`);
     expect(big.text.length).toBeGreaterThan(11_000_000);
     expect({ services: status.services, virtualServices: status.virtualServices, endpoints: status.endpoints }).toEqual(want);
     expect(await d.metric('disc_total_rejected_configs')).toBe(0);
-    expect(longestMs).toBeLessThan(LOAD_STALL_BOUND_MS);
+    // one document: before docs/adr/0183 its parse alone was one stall of tens of seconds, and it
+    // never loaded (not within 200 s); after it, 3.9 s of a 99 s load at load average 14
+    expect(longestMs).toBeLessThan(shape === 'one document' ? loadMs / 4 : LOAD_STALL_BOUND_MS);
+  }, 200_000);
+});
+
+/** One document of ~12 MB: a ServiceEntry of 200,000 endpoints (the YAML parse of one document cannot be cut into turns). */
+const HUGE_ENDPOINTS = 200_000;
+
+function hugeDocument(): string {
+  const endpoints = Array.from({ length: HUGE_ENDPOINTS }, (_, k) => ({ address: `10.${100 + ((k >> 16) & 255)}.${(k >> 8) & 255}.${k & 255}`, labels: { version: `v${(k % 2) + 1}` } }));
+  return toYamlDocuments([
+    {
+      apiVersion: 'networking.mesh.io/v1',
+      kind: 'ServiceEntry',
+      metadata: { name: 'huge', namespace: 'ns-0' },
+      spec: { hosts: ['huge.ns-0.svc.cluster.local'], addresses: ['240.251.0.1'], location: 'MESH_INTERNAL', resolution: 'STATIC', ports: [{ number: 8080, name: 'http', protocol: 'HTTP' }], endpoints },
+    },
+  ]);
+}
+
+describe('/debug/config_dump of a sidecar in a mesh of 2,000 services', () => {
+  let dir: Awaited<ReturnType<typeof makeConfigDir>>;
+  let d: Daemon;
+
+  beforeAll(async () => {
+    dir = await makeConfigDir();
+    await dir.write('mesh.yaml', meshObjects(2_000, BIG_ENDPOINTS));
+    d = await startDaemon({ configDir: dir.path, readyTimeoutMs: 120_000 });
+  }, 150_000);
+
+  afterAll(async () => {
+    await d?.stop(60_000);
+    await dir?.cleanup();
+  });
+
+  it('is rendered over turns, in both formats', async () => {
+    const node = sidecarNode(1);
+    const s = new SotwStream(d.grpcAddr, node);
+    try {
+      s.send({ typeUrl: TypeUrl.Cluster });
+      await eventually('the sidecar to be connected', async () => ((await d.debug('push_status')) as { connections: number }).connections >= 1, { timeoutMs: 60_000 });
+      for (const format of ['mesh', 'envoy']) {
+        const probe = probeReady(d.monitoringAddr);
+        await new Promise((r) => setTimeout(r, 100));
+        const t0 = performance.now();
+        const dump = await get(d.httpAddr, `/debug/config_dump?proxyID=${encodeURIComponent(node.id)}&format=${format}`);
+        const tookMs = performance.now() - t0;
+        const { longestMs, answered } = await probe.stop();
+        process.stdout.write(`config_dump (${format}) ${(dump.bytes / 1e6).toFixed(1)} MB in ${tookMs.toFixed(0)} ms: longest /ready round trip ${longestMs.toFixed(0)} ms (${answered} answered)\n`);
+        expect(dump.status).toBe(200);
+        expect(dump.bytes).toBeGreaterThan(10_000_000);
+        expect(answered).toBeGreaterThan(5);
+        // generated, decoded and rendered whole, the dump was one stall, nearly all of its time (docs/adr/0184)
+        expect(longestMs).toBeLessThan(tookMs / 3);
+      }
+    } finally {
+      s.close();
+    }
   }, 200_000);
 });

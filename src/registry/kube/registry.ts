@@ -389,7 +389,7 @@ export class KubeRegistry implements ServiceRegistry {
       pending = built.pendingPods.length;
       noPod = built.noPodAddresses;
       if (this.opts.selectWorkloadEntries && this.store) {
-        endpoints.push(...workloadEntryEndpoints(obj, base, this.store.list<WorkloadEntry>('WorkloadEntry'), this.settings));
+        for (const e of workloadEntryEndpoints(obj, base, this.store.list<WorkloadEntry>('WorkloadEntry'), this.settings)) endpoints.push(e);
       }
     }
     const accounts = serviceAccountsOf(endpoints);

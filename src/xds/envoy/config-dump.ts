@@ -28,6 +28,7 @@ import { Any } from '../../gen/google/protobuf/any.js';
 import { Secret } from '../../gen/envoy/extensions/transport_sockets/tls/v3/secret.js';
 import { NameTable } from '../../gen/mesh/v1/dns/name_table.js';
 import type { EncodedResource } from '../cache.js';
+import { JsonArray, lazyMap } from '../../util/json-stream.js';
 import { TypeUrl, type XdsTypeUrl } from '../types.js';
 
 interface JsonCodec {
@@ -122,22 +123,27 @@ export interface DumpInput {
   readonly resources: ReadonlyMap<XdsTypeUrl, { readonly version: string; readonly list: ReadonlyArray<EncodedResource> }>;
 }
 
-/** An Envoy-shaped config dump of `input` (see the module comment). */
-export function envoyConfigDump(input: DumpInput): { configs: Array<Record<string, unknown>> } {
+/**
+ * An Envoy-shaped config dump of `input` (see the module comment). Its lists are `JsonArray`s
+ * decoded resource by resource as they are rendered (src/util/json-stream.ts): a dump of tens of MB
+ * is written over turns of the event loop; `JSON.stringify` renders it whole.
+ */
+export function envoyConfigDump(input: DumpInput): { configs: JsonArray } {
   const of = (t: XdsTypeUrl) => input.resources.get(t) ?? { version: '', list: [] };
   const clusters = of(TypeUrl.Cluster);
   const listeners = of(TypeUrl.Listener);
   const routes = of(TypeUrl.Route);
   const endpoints = of(TypeUrl.Endpoint);
   const secrets = of(TypeUrl.Secret);
+  const list = <T>(items: ReadonlyArray<EncodedResource>, fn: (r: EncodedResource) => T): JsonArray => new JsonArray(lazyMap(items, fn));
   return {
-    configs: [
+    configs: new JsonArray([
       { '@type': DUMP_TYPES.bootstrap, bootstrap: { node: { id: input.node.id, metadata: input.node.metadata } } },
-      { '@type': DUMP_TYPES.clusters, dynamic_active_clusters: clusters.list.map((r) => ({ version_info: clusters.version, cluster: anyToJson(r.any) })) },
-      { '@type': DUMP_TYPES.listeners, dynamic_listeners: listeners.list.map((r) => ({ name: r.name, active_state: { version_info: listeners.version, listener: anyToJson(r.any) } })) },
-      { '@type': DUMP_TYPES.routes, dynamic_route_configs: routes.list.map((r) => ({ version_info: routes.version, route_config: anyToJson(r.any) })) },
-      { '@type': DUMP_TYPES.endpoints, dynamic_endpoint_configs: endpoints.list.map((r) => ({ version_info: endpoints.version, endpoint_config: anyToJson(r.any) })) },
-      { '@type': DUMP_TYPES.secrets, dynamic_active_secrets: secrets.list.map((r) => ({ name: r.name, version_info: secrets.version, secret: anyToJson(r.any) })) },
-    ],
+      { '@type': DUMP_TYPES.clusters, dynamic_active_clusters: list(clusters.list, (r) => ({ version_info: clusters.version, cluster: anyToJson(r.any) })) },
+      { '@type': DUMP_TYPES.listeners, dynamic_listeners: list(listeners.list, (r) => ({ name: r.name, active_state: { version_info: listeners.version, listener: anyToJson(r.any) } })) },
+      { '@type': DUMP_TYPES.routes, dynamic_route_configs: list(routes.list, (r) => ({ version_info: routes.version, route_config: anyToJson(r.any) })) },
+      { '@type': DUMP_TYPES.endpoints, dynamic_endpoint_configs: list(endpoints.list, (r) => ({ version_info: endpoints.version, endpoint_config: anyToJson(r.any) })) },
+      { '@type': DUMP_TYPES.secrets, dynamic_active_secrets: list(secrets.list, (r) => ({ name: r.name, version_info: secrets.version, secret: anyToJson(r.any) })) },
+    ]),
   };
 }

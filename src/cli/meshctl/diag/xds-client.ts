@@ -30,6 +30,13 @@ import { CliError } from '../../runner.js';
 import type { GlobalOptions } from '../global-flags.js';
 
 export const DEBUG_TYPE_PREFIX = 'mesh.io/debug/';
+/**
+ * meshctl joins answers sent in parts and says so in its node metadata: every message of such an
+ * answer but the last has this version and a JSON array of some of the items (the daemon's
+ * DEBUG_PARTS_METADATA and DEBUG_PART_VERSION, src/xds/ads-server.ts; docs/adr/0185).
+ */
+const PARTS_METADATA = 'DEBUG_PARTS';
+const PART_VERSION = 'part';
 const ADS_METHOD = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
 const MAX_MESSAGE = 256 * 1024 * 1024;
 const ROOT_CONFIGMAP = 'mesh-ca-root-cert';
@@ -174,7 +181,7 @@ async function credentials(flags: XdsConnectFlags, client: (() => Promise<KubeCl
 
 /** The node meshctl announces: a sidecar-shaped id in the mesh namespace (debug streams never register as proxies). */
 function nodeOf(ns: string): { id: string; metadata: Record<string, unknown> } {
-  return { id: `sidecar~0.0.0.0~meshctl-${process.pid}.${ns}~${ns}.svc.cluster.local`, metadata: { MESHCTL: 'true', NAMESPACE: ns } };
+  return { id: `sidecar~0.0.0.0~meshctl-${process.pid}.${ns}~${ns}.svc.cluster.local`, metadata: { MESHCTL: 'true', NAMESPACE: ns, [PARTS_METADATA]: 'true' } };
 }
 
 /** Asks `view` (with `query`) of each target; one result per target, in order, failures included. */
@@ -206,12 +213,22 @@ async function askOne<T>(target: XdsTarget, typeUrl: string, creds: Credentials,
       client.close();
       resolve(r);
     };
+    // the items of the parts of an answer in parts so far, joined as each part arrives
+    let joined: unknown[] | undefined;
     call.on('data', (raw: Buffer) => {
       try {
         const res = DiscoveryResponse.decode(raw);
         const any = res.resources[0];
         if (!any) return done({ target, error: 'empty answer' });
-        done({ target, body: JSON.parse(StringValue.decode(any.value).value) as T });
+        const body = JSON.parse(StringValue.decode(any.value).value) as unknown;
+        if (res.versionInfo === PART_VERSION || joined) {
+          if (!Array.isArray(body)) return done({ target, error: 'unreadable answer: a part of an answer in parts is not a list' });
+          joined ??= [];
+          for (const item of body) joined.push(item);
+          if (res.versionInfo === PART_VERSION) return;
+          return done({ target, body: joined as T });
+        }
+        done({ target, body: body as T });
       } catch (err) {
         done({ target, error: `unreadable answer: ${(err as Error).message}` });
       }
