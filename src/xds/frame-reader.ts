@@ -10,8 +10,8 @@
  * external memory at 2,000 sidecars, allocated below the mmap threshold, where it fragments glibc's
  * heap (measured in ADR 0191).
  *
- * `MessageReader` assembles each message in a buffer of its own, copying the bytes as they arrive
- * (grpc-js copies them once too, when it joins the chunks), and keeps nothing of the input.
+ * `MessageReader` joins each message once, like grpc-js, and keeps nothing of it afterwards; while a
+ * message is incomplete, a piece that is a small part of a larger shared buffer is copied.
  * `compactReads` puts it in place of grpc-js's decoder of a server call; where the internals are
  * not as expected it leaves the call as it is, which is correct and keeps the views as before.
  */
@@ -19,11 +19,10 @@
 /** Bytes of the gRPC message prefix: compression flag, message length (big-endian uint32). */
 const PREFIX = 5;
 /**
- * First capacity of a message's buffer. A message grows to its announced length as its bytes
- * arrive, doubling: a client that announces a large message and sends little makes the daemon
- * hold about what it sent, not what it announced.
+ * A piece of a chunk that is less than this share of the buffer behind it is copied rather than
+ * kept as a view: a few bytes of a stream must not hold a whole socket read shared with others.
  */
-const FIRST_CAPACITY = 64 * 1024;
+const VIEW_MIN_SHARE = 4;
 
 /** What grpc-js's server call decodes with: `write(chunk)` returns the complete messages, prefix included. */
 export interface MessageDecoder {
@@ -31,66 +30,57 @@ export interface MessageDecoder {
 }
 
 /**
- * gRPC length-prefixed messages from a byte stream. Each returned message is its own buffer,
- * prefix included (the form grpc-js's server call expects); the input chunks are not kept.
+ * gRPC length-prefixed messages from a byte stream. Each returned message is one buffer, prefix
+ * included (the form grpc-js's server call expects), joined once when its last byte arrives, as
+ * grpc-js does. While a message is incomplete its pieces are kept (as views, or copied when a view
+ * would hold a much larger buffer); once it is complete the reader keeps nothing of it.
  */
 export class MessageReader implements MessageDecoder {
   private readonly prefix = Buffer.alloc(PREFIX);
   private prefixHave = 0;
-  /** The message being assembled (prefix included), undefined between messages. */
-  private message: Buffer | undefined;
+  /** Pieces of the message being read; undefined between messages. */
+  private pieces: Buffer[] | undefined;
   private have = 0;
-  private total = 0;
+  private length = 0;
 
   /** `maxMessageBytes`: longest message accepted (grpc.max_receive_message_length; -1: no limit). */
   constructor(private readonly maxMessageBytes: number) {}
 
   /** Bytes the reader holds for an incomplete message (tests). */
   get heldBytes(): number {
-    return this.message?.length ?? 0;
+    return this.pieces ? this.have : 0;
   }
 
   write(data: Buffer): Buffer[] {
     const out: Buffer[] = [];
     let at = 0;
     while (at < data.length) {
-      if (this.message === undefined) {
+      if (this.pieces === undefined) {
         const n = Math.min(PREFIX - this.prefixHave, data.length - at);
         data.copy(this.prefix, this.prefixHave, at, at + n);
         this.prefixHave += n;
         at += n;
         if (this.prefixHave < PREFIX) break;
-        const length = this.prefix.readUInt32BE(1);
-        if (this.maxMessageBytes !== -1 && length > this.maxMessageBytes) {
-          throw new Error(`a request message of ${length} bytes is larger than the limit of ${this.maxMessageBytes} bytes (MESH_GPRC_MAXRECVMSGSIZE)`);
-        }
         this.prefixHave = 0;
-        this.total = PREFIX + length;
-        // its own memory, not a slice of a shared pool: the message may be kept (a request waiting its turn)
-        this.message = Buffer.allocUnsafeSlow(Math.min(this.total, FIRST_CAPACITY));
-        this.prefix.copy(this.message, 0);
-        this.have = PREFIX;
+        this.length = this.prefix.readUInt32BE(1);
+        if (this.maxMessageBytes !== -1 && this.length > this.maxMessageBytes) {
+          throw new Error(`a request message of ${this.length} bytes is larger than the limit of ${this.maxMessageBytes} bytes (MESH_GPRC_MAXRECVMSGSIZE)`);
+        }
+        this.pieces = [];
+        this.have = 0;
       } else {
-        const n = Math.min(this.total - this.have, data.length - at);
-        this.reserve(this.have + n);
-        data.copy(this.message, this.have, at, at + n);
+        const n = Math.min(this.length - this.have, data.length - at);
+        const piece = data.subarray(at, at + n);
+        this.pieces.push(piece.length * VIEW_MIN_SHARE < piece.buffer.byteLength ? Buffer.from(piece) : piece);
         this.have += n;
         at += n;
       }
-      if (this.message !== undefined && this.have === this.total) {
-        out.push(this.message);
-        this.message = undefined;
+      if (this.pieces !== undefined && this.have === this.length) {
+        out.push(Buffer.concat([this.prefix, ...this.pieces], PREFIX + this.length));
+        this.pieces = undefined;
       }
     }
     return out;
-  }
-
-  private reserve(needed: number): void {
-    const m = this.message!;
-    if (needed <= m.length) return;
-    const grown = Buffer.allocUnsafeSlow(Math.min(this.total, Math.max(needed, m.length * 2)));
-    m.copy(grown, 0, 0, this.have);
-    this.message = grown;
   }
 }
 
