@@ -100,7 +100,7 @@ const USAGE = `usage: npm run bench:xds -- [options]
   --edit-timeout S        give up on an edit after S seconds [180]
   --quiet MS              an edit window ends once no response arrived for MS [1500]
   --daemon-env K=V        extra environment for the daemon (repeatable), e.g. DISC_PUSH_THROTTLE=200
-  --system-malloc         run the daemon without the allocator settings it is deployed with (src/install/render/runtime-env.ts)
+  --system-malloc         run the daemon without the runtime settings it is deployed with (allocator, V8 semi-spaces: src/install/render/runtime-env.ts)
   --cpu-prof              run the daemon with --cpu-prof and print per-phase top functions
   --keep                  keep the run directory (config, daemon log, profile)
   --driver go|node        client driver: the Go load generator tools/xds-load (built by scripts/build-go-tools.sh) or the one-process Node driver [go]

@@ -28,6 +28,7 @@ import type { PushRequest } from '../model/push-request.js';
 import { intern, readSotwRequest, sameNames, type SotwRequest } from './request-intake.js';
 import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, shortType, type XdsTypeUrl } from './types.js';
 import { frameWriter } from './frame-writer.js';
+import { compactReads } from './frame-reader.js';
 import { encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, type GrpcFrame } from './wire.js';
 import { parseClusterName } from './envoy/names.js';
 import { yieldPoint } from '../util/cooperative.js';
@@ -51,6 +52,11 @@ export interface AdsOptions {
    * every response through grpc-js's copying `call.write` (tests of the fallback).
    */
   readonly directWrites?: boolean;
+  /**
+   * Assemble request messages in buffers of their own (frame-reader.ts); default true. False keeps
+   * grpc-js's decoder (tests of the fallback, before/after measurements).
+   */
+  readonly compactReads?: boolean;
   /** A cached response frame unused this long is dropped (default 10 s); see `sotwFrame`. */
   readonly frameIdleMs?: number;
   /** Bounds on what slow clients may hold (delivery.ts DELIVERY_DEFAULTS); tests shorten them. */
@@ -292,6 +298,8 @@ export class DiscoveryServer {
     let debugCaller: DebugCaller | undefined;
     let ended = false;
     const out = frameWriter(call, { allowDirect: this.deps.options.directWrites !== false });
+    // requests are assembled in buffers of their own, not kept as views of shared reads (frame-reader.ts)
+    if (this.deps.options.compactReads !== false) compactReads(call);
     const firstRequestMs = this.deps.options.firstRequestMs ?? DEFAULT_FIRST_REQUEST_MS;
     let firstRequest: NodeJS.Timeout | undefined = setTimeout(() => {
       firstRequest = undefined;

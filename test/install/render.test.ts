@@ -197,8 +197,9 @@ describe('meshd', () => {
     expect(options.log.asJson).toBe(true);
     expect(daemonEnv.DISC_PUSH_THROTTLE).toBe(50);
     // The allocator settings the push path was measured with (src/install/render/runtime-env.ts).
-    expect(env.MALLOC_MMAP_THRESHOLD_).toBe('1048576');
+    expect(env.MALLOC_MMAP_THRESHOLD_).toBe('131072');
     expect(env.MALLOC_ARENA_MAX).toBe('2');
+    expect(env.NODE_OPTIONS).toBe('--max-semi-space-size=16');
     expect(daemonEnv.INJECTION_WEBHOOK_CONFIG_NAME).toBe('mesh-sidecar-injector');
     expect(daemonEnv.VALIDATION_WEBHOOK_CONFIG_NAME).toBe('mesh-mesh-x');
     expect(c.readinessProbe).toMatchObject({ httpGet: { path: '/ready', port: 8080 } });

@@ -54,7 +54,7 @@ export const grpcNode = (ns = 'default'): NodeSpec => ({
 
 export async function startAds(
   yaml: string,
-  opts: { options?: Partial<AdsOptions>; features?: Parameters<typeof modelFromYaml>[1]; observer?: AdsObserver; log?: pino.Logger } = {},
+  opts: { options?: Partial<AdsOptions>; features?: Parameters<typeof modelFromYaml>[1]; observer?: AdsObserver; log?: pino.Logger; grpcOptions?: grpc.ServerOptions } = {},
 ): Promise<Harness> {
   const tm = modelFromYaml(yaml, opts.features);
   const metrics = createMetrics({ defaultMetrics: false });
@@ -69,7 +69,7 @@ export async function startAds(
     observer: opts.observer,
   });
   const unwire = tm.model.onPush((req) => ads.push(req));
-  const server = new grpc.Server();
+  const server = new grpc.Server(opts.grpcOptions);
   server.addService(ads.serviceDefinition(), ads.handlers());
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
