@@ -346,7 +346,7 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
   }
 
   /** Starts dist/cli/mesh-agent.js with the proxy container's args and env from the real sidecar template. */
-  async function startAgent(name: string, standInEnv: Record<string, string> = {}): Promise<Agent> {
+  async function startAgent(name: string, standInEnv: Record<string, string> = {}, proxyConfig: Record<string, unknown> = {}): Promise<Agent> {
     const work = join(dir, name);
     await mkdir(join(work, 'pod'), { recursive: true });
     await writeFile(join(work, 'pod', 'labels'), 'app="echo"\nversion="v1"\n');
@@ -370,7 +370,8 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
       legacyFsGroup: false,
     }).pod;
     const proxy = injected.spec!.containers.find((c) => c.name === 'mesh-proxy') as Container;
-    const env = { ...kubeletEnv(proxy, { name: 'echo-0', namespace: appNs, podIP: '127.0.0.1', serviceAccount: 'echo' }), CA_ADDR: secureAddr };
+    const env: Record<string, string> = { ...kubeletEnv(proxy, { name: 'echo-0', namespace: appNs, podIP: '127.0.0.1', serviceAccount: 'echo' }), CA_ADDR: secureAddr };
+    if (Object.keys(proxyConfig).length > 0) env.PROXY_CONFIG = JSON.stringify({ ...(JSON.parse(env.PROXY_CONFIG ?? '{}') as object), ...proxyConfig });
     const socket = join(work, 'sds', 'socket');
     const configDir = join(work, 'proxy');
     const record = join(work, 'envoy-record.jsonl');
@@ -464,6 +465,33 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
       a.child.kill('SIGKILL');
     }
   }, 60_000);
+
+  it('with DNS captured, the agent is not ready until meshd sent its name table (readiness names what is missing), ready once it arrived', async () => {
+    // meshd's xDS address closed at first: certificate and Envoy are fine, the name table is missing
+    const closed = `127.0.0.1:${await freePort()}`;
+    const away = await startAgent('dns-away', { MESH_META_DNS_CAPTURE: 'true', MESH_META_DNS_AUTO_ALLOCATE: 'true' }, { discoveryAddress: closed });
+    try {
+      const waiting = await eventually('readiness naming the missing name table', async () => {
+        const r = await get(away.healthPort, '/healthz/ready').catch(() => undefined);
+        return r && /name table/.test(r.body) ? r : undefined;
+      }, { timeoutMs: 30_000, intervalMs: 100, diagnostics: () => away.stderr() });
+      expect(waiting.status).toBe(503);
+    } finally {
+      away.child.kill('SIGKILL');
+      await away.exit;
+    }
+    const a = await startAgent('dns', { MESH_META_DNS_CAPTURE: 'true', MESH_META_DNS_AUTO_ALLOCATE: 'true' });
+    try {
+      const ready = await eventually('readiness 200 with the name table', async () => {
+        const r = await get(a.healthPort, '/healthz/ready').catch(() => undefined);
+        return r?.status === 200 ? r : undefined;
+      }, { timeoutMs: 30_000, intervalMs: 100, diagnostics: () => `agent stderr:\n${a.stderr()}\n${diagnostics()}` });
+      expect(ready.body).toContain('envoy: LIVE');
+      expect(a.stderr()).toContain('name table received');
+    } finally {
+      a.child.kill('SIGKILL');
+    }
+  }, 90_000);
 
   it('Envoy exiting on its own ends the agent with a failure code; readiness says so until then', async () => {
     const a = await startAgent('crash', { STAND_IN_LIVE_AFTER_MS: '60000', STAND_IN_EXIT_AFTER_MS: '6000' });

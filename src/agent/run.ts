@@ -91,9 +91,10 @@ export async function runProxyAgent(o: AgentRunOptions): Promise<number> {
     await sds.start();
     const server = sds;
     closers.push(() => server.stop());
+    let dns: { readonly client: { readonly received: number } } | undefined;
     if (s.dnsCapture) {
       // the same node and credential as Envoy's ADS stream (docs/adr/0187)
-      const dns = await startDnsCapture({
+      const started = await startDnsCapture({
         discoveryAddress: s.discoveryAddress,
         serverName: s.xdsServerName,
         credentials: () => {
@@ -108,7 +109,8 @@ export async function runProxyAgent(o: AgentRunOptions): Promise<number> {
         log,
         metrics,
       });
-      closers.push(() => dns.stop());
+      closers.push(() => started.stop());
+      dns = started;
     }
     await mkdir(s.paths.configDir, { recursive: true });
     const bootstrap = bootstrapPath(s);
@@ -139,6 +141,8 @@ export async function runProxyAgent(o: AgentRunOptions): Promise<number> {
       readiness: async () => {
         const c = certs.current();
         if (!c || c.notAfter.getTime() <= Date.now()) return { ready: false, reason: 'no valid workload certificate' };
+        // with DNS captured, mesh names resolve only once the first name table arrived
+        if (dns && dns.client.received === 0) return { ready: false, reason: 'no name table from meshd yet (DNS capture)' };
         return envoy.ready();
       },
     });
