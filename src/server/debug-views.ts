@@ -157,8 +157,20 @@ function* configzEntries(d: DebugDeps): Generator<object, void, undefined> {
   }
 }
 
+/** A connection that watches the name table and nothing else: a DNS-capturing agent's (ADR 0187). */
+const nameTableOnly = (c: Connection): boolean => c.watches.size > 0 && [...c.watches.keys()].every((t) => t === TypeUrl.NameTable);
+
 export function* synczEntries(d: DebugDeps): Generator<object, void, undefined> {
-  for (const c of [...d.ads.connections.values()]) {
+  const all = [...d.ads.connections.values()];
+  // A capturing pod holds two streams under one node id: its proxy's and its agent's name-table
+  // stream. The agent's is shown inside the proxy's entry, so that every pod is one entry; it
+  // stands alone only while the proxy itself is not connected.
+  const proxies = new Set(all.filter((c) => !nameTableOnly(c)).map((c) => c.proxy.id));
+  const companions = new Map(all.filter((c) => nameTableOnly(c) && proxies.has(c.proxy.id)).map((c) => [c.proxy.id, c]));
+  for (const c of all) {
+    if (companions.get(c.proxy.id) === c) continue;
+    const nds = c.watches.has(TypeUrl.NameTable) ? undefined : companions.get(c.proxy.id)?.watches.get(TypeUrl.NameTable);
+    const watchOf = (t: XdsTypeUrl): ReturnType<Connection['watches']['get']> => c.watches.get(t) ?? (t === TypeUrl.NameTable ? nds : undefined);
     yield {
       proxy: c.proxy.id,
       connection: c.id,
@@ -171,8 +183,8 @@ export function* synczEntries(d: DebugDeps): Generator<object, void, undefined> 
       delta: c.delta,
       connectedAt: new Date(c.connectedAt).toISOString(),
       watches: Object.fromEntries(
-        PUSH_ORDER.filter((t) => ALWAYS_LISTED.has(t) || c.watches.has(t)).map((t) => {
-          const w = c.watches.get(t);
+        PUSH_ORDER.filter((t) => ALWAYS_LISTED.has(t) || watchOf(t) !== undefined).map((t) => {
+          const w = watchOf(t);
           return [
             shortType[t],
             {

@@ -6,7 +6,9 @@
 import { NameTable, type NameEntry } from '../../src/gen/mesh/v1/dns/name_table.js';
 import { Listener } from '../../src/gen/envoy/config/listener/v3/listener.js';
 import type { DiscoveryResponse } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
+import { synczEntries, type DebugDeps } from '../../src/server/debug-views.js';
 import { TypeUrl } from '../../src/xds/types.js';
+import { eventually } from '../support/eventually.js';
 import { namesOf, type NodeSpec, type SotwStream } from '../support/ads-client.js';
 import { serviceEntry, sidecarNode, startAds, type Harness } from './ads-harness.js';
 
@@ -110,6 +112,31 @@ describe('the name table', () => {
     const h = await start();
     const { byHost } = await table(h.sotw(node({ DNS_CAPTURE: 'true' })));
     expect([...byHost.keys()]).toEqual(['api.example.com']);
+  });
+
+  it('shows a pod whose agent holds the name-table stream as one proxy in syncz, the table inside the proxy\'s entry', async () => {
+    const h = await start();
+    const n = node(CAPTURE_AUTO);
+    const envoy = h.sotw(n);
+    envoy.send({ typeUrl: TypeUrl.Cluster });
+    envoy.ack(await envoy.next());
+    const agent = h.sotw(n);
+    await table(agent);
+    type Entry = { proxy: string; connection: string; watches: Record<string, { resources: number; status: string }> };
+    const entries = (): Entry[] => [...synczEntries({ ads: h.ads, identity: 'meshd-0' } as unknown as DebugDeps)] as Entry[];
+    const one = await eventually('the table ACKed', async () => {
+      const e = entries().filter((x) => x.proxy === n.id);
+      return e.some((x) => x.watches.nds?.status === 'SYNCED') ? e : undefined;
+    });
+    expect(one).toHaveLength(1);
+    expect(one[0]!.watches.cds!.resources).toBeGreaterThan(0);
+    expect(one[0]!.watches.nds).toMatchObject({ resources: 1, status: 'SYNCED' });
+    // the agent alone (its proxy gone) is listed as it is
+    envoy.close();
+    await eventually('the proxy\'s stream gone', async () => (h.ads.connections.size === 1 ? true : undefined));
+    const alone = entries().filter((e) => e.proxy === n.id);
+    expect(alone).toHaveLength(1);
+    expect(Object.keys(alone[0]!.watches)).toContain('nds');
   });
 
   it('sends nothing of the type to a sidecar that does not capture DNS', async () => {
