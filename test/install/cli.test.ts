@@ -90,7 +90,7 @@ describe('manifest diff', () => {
     expect(r.stdout).toContain('  spec.template.spec.containers[0].resources.requests.cpu: 500m -> 10m\n');
     // An embedded config file shows its changed lines.
     expect(r.stdout).toContain('Object ConfigMap:mesh-system:mesh has diffs:\n  data.mesh: text changed:\n      - accessLogFile: ""\n      + accessLogFile: /dev/stdout\n      -     sampling: 1\n      +     sampling: 100\n      - enableTracing: false\n      + enableTracing: true\n');
-    expect(r.stdout).toContain('  spec.template.spec.containers[0].env[?->9]: <absent> -> {"name":"DISC_TRACE_SAMPLING","value":"100"}\n');
+    expect(r.stdout).toContain('  spec.template.spec.containers[0].env[?->10]: <absent> -> {"name":"DISC_TRACE_SAMPLING","value":"100"}\n');
     // demo's ingress gateway has no autoscaler (lists replace: its gateway entry sets no hpaSpec).
     expect(r.stdout).toContain(`Objects only in ${def}:\n  HorizontalPodAutoscaler:mesh-system:mesh-ingressgateway\n`);
   });
