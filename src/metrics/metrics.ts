@@ -9,8 +9,17 @@ const SIZE_BUCKETS = [1, 10_000, 1_000_000, 4_000_000, 10_000_000, 40_000_000];
 const MS_BUCKETS = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000];
 const COUNT_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 500, 1_000];
 
+/** Facts of the current config that gauges read when scraped, not on every snapshot (the model gives them). */
+export interface ConfigFacts {
+  /** Objects per type URL (`group/version/Kind`). */
+  typeInstances(): ReadonlyMap<string, number>;
+  virtualServicesWithDuplicateDomains(): number;
+  duplicateDestinationRuleSubsets(): number;
+}
+
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
+  let facts: ConfigFacts | undefined;
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   const r = [registry];
   const m = {
@@ -88,7 +97,15 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     processorSnapshotEvents: new Histogram({ name: 'cfg_runtime_processor_snapshot_events_total', help: 'Events per snapshot.', buckets: COUNT_BUCKETS, registers: r }),
     processorSnapshotLifetime: new Histogram({ name: 'cfg_runtime_processor_snapshot_lifetime_duration_milliseconds', help: 'Lifetime of each snapshot.', buckets: MS_BUCKETS, registers: r }),
     processorSnapshots: new Counter({ name: 'cfg_runtime_processor_snapshots_published_total', help: 'Snapshots published.', registers: r }),
-    stateTypeInstances: new Gauge({ name: 'cfg_runtime_state_type_instances_total', help: 'Type instances per type URL.', labelNames: ['type_url'], registers: r }),
+    stateTypeInstances: new Gauge({
+      name: 'cfg_runtime_state_type_instances_total',
+      help: 'Type instances per type URL.',
+      labelNames: ['type_url'],
+      registers: r,
+      collect() {
+        for (const [typeUrl, n] of facts?.typeInstances() ?? []) this.set({ type_url: typeUrl }, n);
+      },
+    }),
     strategyOnChange: new Counter({ name: 'cfg_runtime_strategy_on_change_total', help: 'Calls of the strategy\'s onChange.', registers: r }),
     strategyMaxTimeReached: new Counter({ name: 'cfg_runtime_strategy_timer_max_time_reached_total', help: 'Times the max time was reached.', registers: r }),
     strategyQuiesceReached: new Counter({ name: 'cfg_runtime_strategy_timer_quiesce_reached_total', help: 'Times a quiesce was reached.', registers: r }),
@@ -101,8 +118,26 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     clusterConfigEvents: new Counter({ name: 'disc_cluster_cfg_events', help: 'Events from cluster config.', labelNames: ['type', 'event'], registers: r }),
     outgoingRetries: new Counter({ name: 'num_outgoing_retries', help: 'Outgoing retry requests, e.g. to a token exchange server or CA.', labelNames: ['request_type'], registers: r }),
     // Conflicts the snapshot resolves silently (src/model/config-conflicts.ts).
-    virtualServiceDupDomain: new Gauge({ name: 'disc_vservice_dup_domain', help: 'Virtual services with duplicate domains.', registers: r }),
-    destinationRuleSubsets: new Gauge({ name: 'disc_destrule_subsets', help: 'Duplicate subsets across destination rules for one host.', registers: r }),
+    virtualServiceDupDomain: new Gauge({
+      name: 'disc_vservice_dup_domain',
+      help: 'Virtual services with duplicate domains.',
+      registers: r,
+      collect() {
+        if (facts) this.set(facts.virtualServicesWithDuplicateDomains());
+      },
+    }),
+    destinationRuleSubsets: new Gauge({
+      name: 'disc_destrule_subsets',
+      help: 'Duplicate subsets across destination rules for one host.',
+      registers: r,
+      collect() {
+        if (facts) this.set(facts.duplicateDestinationRuleSubsets());
+      },
+    }),
+    /** Where the config gauges above read from when scraped (the model, once it exists). */
+    setConfigFacts(f: ConfigFacts): void {
+      facts = f;
+    },
     // Listener conflicts the sidecar generators resolve, summed over connected proxies (src/xds/ads-server.ts).
     conflictInboundListener: new Gauge({ name: 'disc_conflict_inbound_listener', help: 'Conflicting inbound listeners.', registers: r }),
     conflictHttpOverTcp: new Gauge({ name: 'disc_conflict_outbound_listener_http_over_current_tcp', help: 'Wildcard http listeners conflicting with the current wildcard tcp listener.', registers: r }),

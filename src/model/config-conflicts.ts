@@ -1,7 +1,7 @@
 /**
  * Conflicts between config objects that the snapshot resolves silently (one object wins), counted
  * for the disc_vservice_dup_domain and disc_destrule_subsets gauges (docs/adr/0175). Pure functions
- * of the config store; the model sets the gauges after each snapshot.
+ * of the config store; the gauges compute them when scraped, once per snapshot (src/model/mesh-model.ts).
  */
 import { CONFIG_KINDS } from '../config/kinds.js';
 import type { DestinationRule, VirtualService } from '../config/spec-types.js';

@@ -55,6 +55,8 @@ export class MeshModel {
   private unsubscribers: Array<() => void> = [];
   /** Policy diagnostics already logged (text), so each is said once while it lasts. */
   private saidDiagnostics = new Set<string>();
+  /** configFacts() of one snapshot version. */
+  private facts: ReturnType<MeshModel['configFacts']> | undefined;
   /** When the current snapshot was published (cfg_runtime_processor_snapshot_lifetime_duration_milliseconds). */
   private publishedAt = Date.now();
 
@@ -67,6 +69,12 @@ export class MeshModel {
     private readonly log: Logger,
   ) {
     this.push = this.buildContext();
+    // The conflict and type gauges scan every config: computed when scraped, once per snapshot.
+    metrics.setConfigFacts({
+      typeInstances: () => this.configFacts().types,
+      virtualServicesWithDuplicateDomains: () => this.configFacts().vsDupDomains,
+      duplicateDestinationRuleSubsets: () => this.configFacts().drDupSubsets,
+    });
     // The config runtime processor's strategy (docs/adr/0175): both debouncers report to the same metrics.
     const observer: DebounceObserver = {
       onChange: (sinceLastMs) => {
@@ -177,10 +185,21 @@ export class MeshModel {
     this.metrics.duplicateClusters.set(shadowed.length);
     if (shadowed.length > 0) this.log.warn({ shadowed: shadowed.slice(0, 20), count: shadowed.length }, 'model: hosts defined by more than one registry; the first registry wins');
     this.metrics.virtualServices.set(push.virtualServiceCount);
-    this.metrics.virtualServiceDupDomain.set(virtualServicesWithDuplicateDomains(this.store, this.mesh.domain));
-    this.metrics.destinationRuleSubsets.set(duplicateDestinationRuleSubsets(this.store, this.mesh.domain));
-    for (const [typeUrl, n] of typeInstances(this.store)) this.metrics.stateTypeInstances.set({ type_url: typeUrl }, n);
     return push;
+  }
+
+  /** The config facts of the current snapshot, computed on first use (a scrape). */
+  private configFacts(): { readonly version: string; readonly types: ReadonlyMap<string, number>; readonly vsDupDomains: number; readonly drDupSubsets: number } {
+    const version = this.push.version;
+    if (this.facts?.version !== version) {
+      this.facts = {
+        version,
+        types: typeInstances(this.store),
+        vsDupDomains: virtualServicesWithDuplicateDomains(this.store, this.mesh.domain),
+        drDupSubsets: duplicateDestinationRuleSubsets(this.store, this.mesh.domain),
+      };
+    }
+    return this.facts;
   }
 
   /** Logs what the security translation leaves out or changes, once per diagnostic while it lasts. */
