@@ -91,10 +91,10 @@ export async function runProxyAgent(o: AgentRunOptions): Promise<number> {
     await sds.start();
     const server = sds;
     closers.push(() => server.stop());
-    let dns: { readonly client: { readonly received: number } } | undefined;
-    if (s.dnsCapture) {
-      // the same node and credential as Envoy's ADS stream (docs/adr/0187)
-      const started = await startDnsCapture({
+    // the same node and credential as Envoy's ADS stream (docs/adr/0187)
+    const dns = !s.dnsCapture
+      ? undefined
+      : await startDnsCapture({
         discoveryAddress: s.discoveryAddress,
         serverName: s.xdsServerName,
         credentials: () => {
@@ -109,9 +109,7 @@ export async function runProxyAgent(o: AgentRunOptions): Promise<number> {
         log,
         metrics,
       });
-      closers.push(() => started.stop());
-      dns = started;
-    }
+    if (dns) closers.push(() => dns.stop());
     await mkdir(s.paths.configDir, { recursive: true });
     const bootstrap = bootstrapPath(s);
     await writeFileAtomic(bootstrap, `${JSON.stringify(envoyBootstrap(s, socket), null, 2)}\n`);
