@@ -13,6 +13,7 @@ import { StringValue } from '../gen/google/protobuf/wrappers.js';
 import { Any } from '../gen/google/protobuf/any.js';
 import { parseSpiffeId } from '../security/spiffe.js';
 import { DEBUG_TYPE_PREFIX, type DebugAnswer, type DebugCaller, type DebugHandler } from '../xds/ads-server.js';
+import { fieldHeader } from '../xds/wire.js';
 import type { DebugView } from './debug-views.js';
 import { isStreamed, JsonArray, jsonArrayParts, jsonChunks } from '../util/json-stream.js';
 
@@ -41,20 +42,6 @@ function encodeJson(value: unknown): Uint8Array {
 
 /** Text of one part of an answer in parts: about 1 MiB of items (docs/adr/0185). */
 const PART_CHARS = 1024 * 1024;
-
-/** A protobuf length-delimited field header: the tag of field `field`, then `length` as a varint. */
-function fieldHeader(field: number, length: number): Buffer {
-  const bytes = [(field << 3) | 2];
-  for (let n = length; ; ) {
-    if (n < 0x80) {
-      bytes.push(n);
-      break;
-    }
-    bytes.push((n % 0x80) | 0x80);
-    n = Math.floor(n / 0x80);
-  }
-  return Buffer.from(bytes);
-}
 
 /**
  * The same `Any` as encodeJson, for a value with long lists rendered item by item with yields

@@ -22,6 +22,14 @@ function writeVarint(buf: Buffer, offset: number, n: number): number {
   return offset;
 }
 
+/** The header of a length-delimited field: its tag, then `length` as a varint (the bytes follow). */
+export function fieldHeader(field: number, length: number): Buffer {
+  const buf = Buffer.allocUnsafe(1 + varintSize(length));
+  buf[0] = (field << 3) | 2;
+  writeVarint(buf, 1, length);
+  return buf;
+}
+
 /** A length-delimited field: tag, length, bytes. */
 type Part = { field: number; bytes: Uint8Array };
 
