@@ -103,6 +103,24 @@ func (c *collection) addProblem(typeURL, name, msg string) {
 	c.problems = append(c.problems, p)
 }
 
+// resubscribe records a new by-name subscription of a dependent type. What is no longer asked
+// for is forgotten, as Envoy forgets a route configuration no listener names any more: a name
+// that was dropped (its listener or cluster went) is neither checked nor reported.
+func (c *collection) resubscribe(typeURL string, names []string) {
+	c.subscribed[typeURL] = names
+	for n := range c.absent[typeURL] {
+		if !slices.Contains(names, n) {
+			delete(c.absent[typeURL], n)
+		}
+	}
+	for n := range c.resources[typeURL] {
+		if !slices.Contains(names, n) {
+			delete(c.resources[typeURL], n)
+			delete(c.dump[typeURL], n)
+		}
+	}
+}
+
 // rawResource is one resource as it came off the wire.
 type rawResource struct {
 	name string // the delta Resource.name; empty in state of the world
@@ -430,12 +448,7 @@ func collect(ctx context.Context, conn grpc.ClientConnInterface, opts collectOpt
 			return nil
 		}
 		had := len(c.subscribed[typeURL]) > 0
-		c.subscribed[typeURL] = names
-		for n := range c.absent[typeURL] {
-			if !slices.Contains(names, n) {
-				delete(c.absent[typeURL], n)
-			}
-		}
+		c.resubscribe(typeURL, names)
 		if len(names) == 0 && !opts.Delta {
 			// An empty list would read as a wildcard in state of the world: stop asking instead.
 			return nil

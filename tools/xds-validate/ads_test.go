@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -489,5 +491,52 @@ func TestFilterClusters(t *testing.T) {
 		if len(got) != 1 || got[0] != c.want {
 			t.Errorf("filterClusters(%T) = %v, want [%s]", c.msg, got, c.want)
 		}
+	}
+}
+
+// A service that goes away takes its cluster, its listener and then its route configuration
+// with it; the route configuration the client no longer asks for is not checked against the
+// new CDS (the daemon's e2e run saw this when another test deleted its services mid-session).
+func TestDroppedRouteConfigurationIsForgotten(t *testing.T) {
+	const keep, drop = "outbound|8080||echo.default.svc.cluster.local", "outbound|8080||db.other.svc.cluster.local"
+	in := func(typeURL string, full bool, msgs ...proto.Message) *incoming {
+		out := &incoming{typeURL: typeURL, fullState: full}
+		for _, m := range msgs {
+			out.resources = append(out.resources, rawResource{any: mustAny(t, m)})
+		}
+		return out
+	}
+	c := newCollection(true)
+	c.apply(in(typeCluster, true, edsCluster(keep), edsCluster(drop)))
+	c.apply(in(typeEndpoint, false, assignment(keep), assignment(drop)))
+	c.apply(in(typeListener, true, hcmListener(t, "10.0.0.1_8080", "echo:8080"), hcmListener(t, "10.0.0.2_8080", "db:8080")))
+	c.resubscribe(typeRoute, c.rdsNames())
+	c.apply(in(typeRoute, false, routeConfig("echo:8080", keep), routeConfig("db:8080", drop)))
+
+	// the service "db" is deleted: CDS and LDS lose it first, then the client asks for less
+	c.apply(in(typeCluster, true, edsCluster(keep)))
+	c.apply(in(typeListener, true, hcmListener(t, "10.0.0.1_8080", "echo:8080")))
+	stale := *c
+	stale.resources = map[string]map[string]proto.Message{}
+	for k, v := range c.resources {
+		stale.resources[k] = maps.Clone(v)
+	}
+	stale.seen = map[problem]bool{}
+	checkConsistency(&stale, "1s")
+	if len(stale.problems) == 0 {
+		t.Fatal("the stale route configuration was expected to be reported before resubscribing")
+	}
+
+	c.resubscribe(typeRoute, c.rdsNames())
+	c.resubscribe(typeEndpoint, c.edsNames())
+	if got := sortedKeys(c.resources[typeRoute]); !slices.Equal(got, []string{"echo:8080"}) {
+		t.Fatalf("route configurations kept: %v", got)
+	}
+	if _, ok := c.dump[typeRoute]["db:8080"]; ok {
+		t.Fatal("the dump still holds the dropped route configuration")
+	}
+	checkConsistency(c, "1s")
+	if len(c.problems) != 0 {
+		t.Fatalf("problems: %+v", c.problems)
 	}
 }
