@@ -176,6 +176,37 @@ spec:
     expect(await a.quietTypes()).toEqual([]);
   });
 
+  it('is served over delta xDS as one resource, replaced when names change and not resent on a VirtualService edit', async () => {
+    const h = await start();
+    const d = h.delta(node(CAPTURE_AUTO));
+    d.send({ typeUrl: TypeUrl.NameTable, subscribe: ['*'] });
+    const first = await d.next();
+    expect(first.typeUrl).toBe(TypeUrl.NameTable);
+    expect(first.resources.map((r) => r.name)).toEqual(['']);
+    const before = new Map(NameTable.decode(first.resources[0]!.resource!.value).entries.map((e) => [e.hostname, e]));
+    expect(before.get(EXT)?.addresses[0]).toMatch(/^240\.240\./);
+    d.ack(first);
+    await h.change(`
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: ext, namespace: default }
+spec:
+  hosts: [ext]
+  http: [{ timeout: 3s, route: [{ destination: { host: ext } }] }]
+---
+`);
+    expect(await d.quietTypes()).toEqual([]);
+    const from = d.responses.length;
+    await h.change(serviceEntry('added', ['10.1.0.5']));
+    const next = await d.nextMatching((r) => r.typeUrl === TypeUrl.NameTable, 5000, from);
+    expect(next.resources.map((r) => r.name)).toEqual(['']);
+    expect(next.removedResources).toEqual([]);
+    const after = new Map(NameTable.decode(next.resources[0]!.resource!.value).entries.map((e) => [e.hostname, e]));
+    expect(after.get('added.default.svc.cluster.local')?.addresses[0]).toMatch(/^240\.240\./);
+    expect(after.get(EXT)).toEqual(before.get(EXT));
+    d.ack(next);
+  });
+
   it('follows the Sidecar’s egress hosts', async () => {
     const h = await start(
       BASE +
