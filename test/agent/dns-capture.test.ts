@@ -18,7 +18,7 @@ import { startDnsCapture, type DnsCapture } from '../../src/agent/dns/capture.js
 import { QTYPE, RCODE, addressAnswer, emptyAnswer, parseQuery } from '../../src/agent/dns/wire.js';
 import { startDaemon, type Daemon } from '../support/daemon.js';
 import { eventually } from '../support/eventually.js';
-import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath, runXdsValidate } from '../support/go-tools.js';
+import { GO_TOOL_BUILD_TIMEOUT_MS, goToolPath, runXdsValidate, type XdsValidateReport } from '../support/go-tools.js';
 
 const CONFIG = `
 apiVersion: networking.mesh.io/v1
@@ -183,7 +183,7 @@ describe('DNS capture: the agent answers from the daemon’s name table and forw
       ...['-metadata', JSON.stringify({ NAMESPACE: 'default', DNS_CAPTURE: 'true', DNS_AUTO_ALLOCATE: 'true' })],
       ...['-timeout', '30s', '-dump'],
     ];
-    const report = await runXdsValidate<{ ok: boolean; errors: unknown[]; dump: Record<string, Record<string, unknown>> }>(bin, args);
+    const report = await runXdsValidate<XdsValidateReport>(bin, args);
     expect(report.errors).toEqual([]);
     expect(report.ok).toBe(true);
     const [address] = await resolver().resolve4('ext.default.svc.cluster.local');

@@ -60,6 +60,14 @@ export async function goToolPath(name: string): Promise<string> {
   return path;
 }
 
+/** What xds-validate prints for a server session (`-dump` fills `dump`: type URL -> name -> JSON). */
+export interface XdsValidateReport {
+  ok: boolean;
+  errors: { type: string; name: string; message: string }[];
+  resources: Record<string, string[]>;
+  dump: Record<string, Record<string, unknown>>;
+}
+
 /**
  * Runs tools/xds-validate with `args` and returns its JSON report, also when it exits non-zero
  * (it does when the configuration breaks a rule; the report says which).

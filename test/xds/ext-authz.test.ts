@@ -12,7 +12,7 @@ import { modelFromYaml, sidecar, TypeUrl } from '../support/model.js';
 import { hcmOf } from '../support/decode.js';
 import { integrityProblems } from './integrity.js';
 import { makeConfigDir, startDaemon, type ConfigDir, type Daemon } from '../support/daemon.js';
-import { goToolPath, GO_TOOL_BUILD_TIMEOUT_MS, runXdsValidate, echoSidecarValidateArgs } from '../support/go-tools.js';
+import { goToolPath, GO_TOOL_BUILD_TIMEOUT_MS, runXdsValidate, type XdsValidateReport, echoSidecarValidateArgs } from '../support/go-tools.js';
 import { ExtAuthz as HttpExtAuthz } from '../../src/gen/envoy/extensions/filters/http/ext_authz/v3/ext_authz.js';
 import { ExtAuthz as NetworkExtAuthz } from '../../src/gen/envoy/extensions/filters/network/ext_authz/v3/ext_authz.js';
 import { RBAC as HttpRbac } from '../../src/gen/envoy/extensions/filters/http/rbac/v3/rbac.js';
@@ -220,7 +220,7 @@ ${ap('principals', '  action: DENY\n  rules: [{ from: [{ source: { notRequestPri
   });
 
   it('serves ext_authz, jwt_authn and RBAC filters that pass Envoy validation, and logs the missing provider', async () => {
-    const report = await runXdsValidate<{ ok: boolean; errors: unknown[]; dump: Record<string, Record<string, unknown>> }>(bin, echoSidecarValidateArgs(daemon.grpcAddr));
+    const report = await runXdsValidate<XdsValidateReport>(bin, echoSidecarValidateArgs(daemon.grpcAddr));
     expect(report.errors).toEqual([]);
     expect(report.ok).toBe(true);
     const text = JSON.stringify(report.dump['type.googleapis.com/envoy.config.listener.v3.Listener'].virtualInbound);

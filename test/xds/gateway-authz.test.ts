@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { modelFromYaml, router, TypeUrl, type TestModel } from '../support/model.js';
 import { hcmOf } from '../support/decode.js';
 import { makeConfigDir, startDaemon, type ConfigDir, type Daemon } from '../support/daemon.js';
-import { goToolPath, GO_TOOL_BUILD_TIMEOUT_MS, runXdsValidate } from '../support/go-tools.js';
+import { goToolPath, GO_TOOL_BUILD_TIMEOUT_MS, runXdsValidate, type XdsValidateReport } from '../support/go-tools.js';
 import { SotwStream } from '../support/ads-client.js';
 import { eventually } from '../support/eventually.js';
 import { RBAC as HttpRbac } from '../../src/gen/envoy/extensions/filters/http/rbac/v3/rbac.js';
@@ -228,7 +228,7 @@ describe('gateway authorization through a running daemon', () => {
   });
 
   it('serves the gateway RBAC filters that pass Envoy validation', async () => {
-    const report = await runXdsValidate<{ ok: boolean; errors: unknown[]; dump: Record<string, Record<string, unknown>> }>(bin, [
+    const report = await runXdsValidate<XdsValidateReport>(bin, [
       ...['-addr', daemon.grpcAddr, '-node-id', NODE, '-metadata', JSON.stringify(META), '-timeout', '30s', '-dump'],
     ]);
     expect(report.errors).toEqual([]);

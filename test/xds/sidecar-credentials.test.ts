@@ -15,7 +15,7 @@ import { parseProxy } from '../../src/model/proxy.js';
 import { TestCredentials } from '../support/credentials.js';
 import { modelFromYaml, sidecar, router, TypeUrl, type TestModel } from '../support/model.js';
 import { makeConfigDir, startDaemon, type ConfigDir, type Daemon } from '../support/daemon.js';
-import { goToolPath, GO_TOOL_BUILD_TIMEOUT_MS, runXdsValidate, echoSidecarValidateArgs } from '../support/go-tools.js';
+import { goToolPath, GO_TOOL_BUILD_TIMEOUT_MS, runXdsValidate, type XdsValidateReport, echoSidecarValidateArgs } from '../support/go-tools.js';
 
 const CERT = '-----BEGIN CERTIFICATE-----\nMIIBclientcert\n-----END CERTIFICATE-----\n';
 const KEY = '-----BEGIN PRIVATE KEY-----\nMIIEvQclientkey\n-----END PRIVATE KEY-----\n';
@@ -173,7 +173,7 @@ describe('sidecar credentials through a running daemon', () => {
   });
 
   it('serves a configuration that passes Envoy validation and names no SDS secret that would not come', async () => {
-    const report = await runXdsValidate<{ ok: boolean; errors: unknown[]; dump: Record<string, Record<string, unknown>> }>(bin, echoSidecarValidateArgs(daemon.grpcAddr));
+    const report = await runXdsValidate<XdsValidateReport>(bin, echoSidecarValidateArgs(daemon.grpcAddr));
     expect(report.errors).toEqual([]);
     expect(report.ok).toBe(true);
     const cluster = JSON.stringify(report.dump['type.googleapis.com/envoy.config.cluster.v3.Cluster'][RATINGS]);
