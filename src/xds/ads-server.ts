@@ -28,7 +28,7 @@ import type { PushRequest } from '../model/push-request.js';
 import { intern, readSotwRequest, sameNames, type SotwRequest } from './request-intake.js';
 import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, shortType, type XdsTypeUrl } from './types.js';
 import { frameWriter } from './frame-writer.js';
-import { compactReads } from './frame-reader.js';
+import { compactReads, releaseMessage } from './frame-reader.js';
 import { encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, type GrpcFrame } from './wire.js';
 import { parseClusterName } from './envoy/names.js';
 import { yieldPoint } from '../util/cooperative.js';
@@ -396,7 +396,10 @@ export class DiscoveryServer {
         failed(new StreamError(grpc.status.INVALID_ARGUMENT, e instanceof Error ? e.message : String(e)));
         return;
       }
-      backlog.add({ sotw }, raw.length, sotw.typeUrl);
+      const bytes = raw.length;
+      // what the request says is read (nothing of it is kept): its memory goes back now, not at the next GC
+      releaseMessage(raw);
+      backlog.add({ sotw }, bytes, sotw.typeUrl);
     });
     call.on('end', () => {
       finish();

@@ -10,8 +10,11 @@
  * external memory at 2,000 sidecars, allocated below the mmap threshold, where it fragments glibc's
  * heap (measured in ADR 0191).
  *
- * `MessageReader` joins each message once, like grpc-js, and keeps nothing of it afterwards; while a
- * message is incomplete, a piece that is a small part of a larger shared buffer is copied.
+ * `MessageReader` copies each message's bytes, as they arrive, into a buffer of the message's own,
+ * sized by its prefix: one copy, as grpc-js's joining is one, and no view of a socket read kept past
+ * its data event. Holding views while a message was incomplete kept every socket read of the requests
+ * being assembled (a 64 KiB buffer from glibc's arena per read) until their last byte arrived: in a
+ * storm of ACKs listing thousands of names, hundreds of MB of arena that glibc keeps (ADR 0202).
  * `compactReads` puts it in place of grpc-js's decoder of a server call; where the internals are
  * not as expected it leaves the call as it is, which is correct and keeps the views as before.
  */
@@ -19,10 +22,20 @@
 /** Bytes of the gRPC message prefix: compression flag, message length (big-endian uint32). */
 const PREFIX = 5;
 /**
- * A piece of a chunk that is less than this share of the buffer behind it is copied rather than
- * kept as a view: a few bytes of a stream must not hold a whole socket read shared with others.
+ * Longest buffer allocated ahead of the bytes that fill it. A message up to this long (every
+ * request of a 1,000-service mesh: EDS ~165 KB) is copied straight into one buffer of its announced
+ * length; a longer one is read into blocks of this size, allocated as bytes arrive, and joined once
+ * complete, so that announcing a long message without sending it costs at most one block.
  */
-const VIEW_MIN_SHARE = 4;
+export const MESSAGE_BLOCK_BYTES = 256 * 1024;
+
+/**
+ * Messages at least this long that a reader returned in a buffer of their own are given back by
+ * `releaseMessage` (smaller ones are not worth it: Node's pool or glibc's arena takes them back at once).
+ */
+const RELEASE_MIN_BYTES = 16 * 1024;
+/** The buffers of messages a reader returned whole, which nothing else shares (see releaseMessage). */
+const owned = new WeakSet<ArrayBufferLike>();
 
 /** What grpc-js's server call decodes with: `write(chunk)` returns the complete messages, prefix included. */
 export interface MessageDecoder {
@@ -31,15 +44,19 @@ export interface MessageDecoder {
 
 /**
  * gRPC length-prefixed messages from a byte stream. Each returned message is one buffer, prefix
- * included (the form grpc-js's server call expects), joined once when its last byte arrives, as
- * grpc-js does. While a message is incomplete its pieces are kept (as views, or copied when a view
- * would hold a much larger buffer); once it is complete the reader keeps nothing of it.
+ * included (the form grpc-js's server call expects). The reader never keeps a chunk it was given: the
+ * bytes are copied as they arrive into a buffer of the message's own (one copy, as grpc-js's joining
+ * of the pieces is one), so a socket read is let go as soon as its data event is handled, and an
+ * incomplete message holds only the bytes that arrived (ADR 0202).
  */
 export class MessageReader implements MessageDecoder {
   private readonly prefix = Buffer.alloc(PREFIX);
   private prefixHave = 0;
-  /** Pieces of the message being read; undefined between messages. */
-  private pieces: Buffer[] | undefined;
+  /** Blocks of the message being read, the first one starting with the prefix; undefined between messages. */
+  private blocks: Buffer[] | undefined;
+  /** Bytes written into the last block. */
+  private blockHave = 0;
+  /** Message bytes (without the prefix) received. */
   private have = 0;
   private length = 0;
 
@@ -48,14 +65,14 @@ export class MessageReader implements MessageDecoder {
 
   /** Bytes the reader holds for an incomplete message (tests). */
   get heldBytes(): number {
-    return this.pieces ? this.have : 0;
+    return this.blocks ? this.have : 0;
   }
 
   write(data: Buffer): Buffer[] {
     const out: Buffer[] = [];
     let at = 0;
     while (at < data.length) {
-      if (this.pieces === undefined) {
+      if (this.blocks === undefined) {
         const n = Math.min(PREFIX - this.prefixHave, data.length - at);
         data.copy(this.prefix, this.prefixHave, at, at + n);
         this.prefixHave += n;
@@ -66,22 +83,47 @@ export class MessageReader implements MessageDecoder {
         if (this.maxMessageBytes !== -1 && this.length > this.maxMessageBytes) {
           throw new Error(`a request message of ${this.length} bytes is larger than the limit of ${this.maxMessageBytes} bytes (MESH_GPRC_MAXRECVMSGSIZE)`);
         }
-        this.pieces = [];
+        const first = Buffer.allocUnsafe(Math.min(PREFIX + this.length, MESSAGE_BLOCK_BYTES));
+        this.prefix.copy(first, 0);
+        this.blocks = [first];
+        this.blockHave = PREFIX;
         this.have = 0;
       } else {
-        const n = Math.min(this.length - this.have, data.length - at);
-        const piece = data.subarray(at, at + n);
-        this.pieces.push(piece.length * VIEW_MIN_SHARE < piece.buffer.byteLength ? Buffer.from(piece) : piece);
+        let block = this.blocks[this.blocks.length - 1];
+        if (this.blockHave === block.length) {
+          block = Buffer.allocUnsafe(Math.min(this.length - this.have, MESSAGE_BLOCK_BYTES));
+          this.blocks.push(block);
+          this.blockHave = 0;
+        }
+        const n = Math.min(block.length - this.blockHave, data.length - at);
+        data.copy(block, this.blockHave, at, at + n);
+        this.blockHave += n;
         this.have += n;
         at += n;
       }
-      if (this.pieces !== undefined && this.have === this.length) {
-        out.push(Buffer.concat([this.prefix, ...this.pieces], PREFIX + this.length));
-        this.pieces = undefined;
+      if (this.blocks !== undefined && this.have === this.length) {
+        const message = this.blocks.length === 1 ? this.blocks[0] : Buffer.concat(this.blocks, PREFIX + this.length);
+        if (message.length >= RELEASE_MIN_BYTES && message.byteOffset === 0 && message.buffer.byteLength === message.length) owned.add(message.buffer);
+        out.push(message);
+        this.blocks = undefined;
       }
     }
     return out;
   }
+}
+
+/**
+ * Frees the memory of a request a reader returned (any view of it: grpc-js hands the message on
+ * without its prefix) once the caller has read all it keeps from it, instead of at the next garbage
+ * collection: in a storm of 2,000 ACKs of ~165 KB each, the requests already read were most of the
+ * external memory waiting for a scavenge (ADR 0202). Every view of the buffer becomes empty; a
+ * buffer the reader did not allocate whole (a small one, or one of another decoder) is left alone.
+ */
+export function releaseMessage(view: Uint8Array): void {
+  const buffer = view.buffer as ArrayBuffer & { transfer?(length: number): ArrayBuffer };
+  if (!owned.delete(buffer)) return;
+  // detaching gives the backing store back now (ES2024 ArrayBuffer.prototype.transfer, Node ≥ 21)
+  buffer.transfer?.(0);
 }
 
 /** The part of grpc-js 1.10–1.14's StreamDecoder this module relies on (not its typed API). */

@@ -5,9 +5,10 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { jest } from '@jest/globals';
-import { MessageReader, compactReads } from '../../src/xds/frame-reader.js';
+import { MESSAGE_BLOCK_BYTES, MessageReader, compactReads, releaseMessage } from '../../src/xds/frame-reader.js';
 import { TypeUrl } from '../../src/xds/types.js';
 import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
+import { ClusterLoadAssignment } from '../../src/gen/envoy/config/endpoint/v3/endpoint.js';
 import { serviceEntry, sidecarNode, startAds, type Harness } from './ads-harness.js';
 
 function framed(payload: Buffer, flag = 0): Buffer {
@@ -54,6 +55,33 @@ describe('MessageReader', () => {
     expect(r.heldBytes).toBe(0);
   });
 
+  it('holds no chunk of an incomplete message: the socket read behind it can be reused at once', () => {
+    const r = new MessageReader(-1);
+    const big = framed(pattern(165_000, 7)); // an EDS request of 3,000 names arrives in three windows
+    const read = Buffer.alloc(64 * 1024); // the buffer of one socket read, all of it this stream's
+    const out: Buffer[] = [];
+    for (let at = 0; at < big.length; at += read.length) {
+      const n = big.copy(read, 0, at, at + read.length);
+      out.push(...r.write(read.subarray(0, n)));
+      read.fill(0xee); // freed after the data event; glibc hands it to the next read
+    }
+    expect(out).toHaveLength(1);
+    expect(out[0].equals(big)).toBe(true);
+  });
+
+  it('reads a message longer than a block, announced but sent slowly, holding what arrived', () => {
+    const r = new MessageReader(-1);
+    const long = framed(pattern(MESSAGE_BLOCK_BYTES * 2 + 123, 5));
+    const out: Buffer[] = [];
+    for (let at = 0; at < long.length; at += 40_000) {
+      out.push(...r.write(long.subarray(at, at + 40_000)));
+      if (out.length === 0) expect(r.heldBytes).toBe(Math.min(at + 40_000, long.length) - 5);
+    }
+    expect(out).toHaveLength(1);
+    expect(out[0].equals(long)).toBe(true);
+    expect(r.heldBytes).toBe(0);
+  });
+
   it('copies a small piece of a large shared buffer instead of holding the buffer', () => {
     const r = new MessageReader(-1);
     const read = Buffer.alloc(64 * 1024); // one socket read, shared by many streams' frames
@@ -75,6 +103,22 @@ describe('MessageReader', () => {
     expect(r.heldBytes).toBe(100);
     r.write(Buffer.alloc(200_000));
     expect(r.heldBytes).toBe(200_100);
+  });
+
+  it('gives back a large message it returned once released, and leaves other buffers alone', () => {
+    const r = new MessageReader(-1);
+    const [big] = r.write(framed(pattern(40_000, 2)));
+    const [small] = r.write(framed(pattern(100, 3)));
+    const body = big.subarray(5); // what grpc-js hands on
+    expect(body.equals(pattern(40_000, 2))).toBe(true);
+    releaseMessage(body);
+    expect(big.length).toBe(0); // its memory is gone: every view of it is empty
+    expect(body.length).toBe(0);
+    releaseMessage(small.subarray(5)); // small: Node's pool may share its memory with other buffers
+    expect(small.subarray(5).equals(pattern(100, 3))).toBe(true);
+    const foreign = framed(pattern(40_000, 4));
+    releaseMessage(foreign.subarray(5)); // not the reader's
+    expect(foreign.length).toBe(40_005);
   });
 
   it('refuses a message longer than the limit, naming the sizes and the setting', () => {
@@ -109,6 +153,23 @@ describe('compactReads on ADS streams', () => {
     reads.mockRestore();
     // a decoder of another shape is left in place
     expect(compactReads({ call: { decoder: new MessageReader(-1) } })).toBe(false);
+  });
+
+  it('answers a large subscription, recognises its ACK and follows a changed one, with requests released after reading', async () => {
+    h = await startAds(Array.from({ length: 601 }, (_, i) => serviceEntry(`svc-${i}`, [`10.2.${i >> 8}.${i & 255}`])).join(''));
+    const s = h.sotw(sidecarNode());
+    const names = Array.from({ length: 600 }, (_, i) => `outbound|8080||svc-${i}.default.svc.cluster.local`); // ~30 KB
+    s.send({ typeUrl: TypeUrl.Endpoint, names });
+    const eds = await s.next(5000);
+    expect(eds.resources).toHaveLength(600);
+    s.ack(eds, names);
+    // a changed subscription (one name more) is answered; had the name tables kept the ACK's or the
+    // first request's bytes, the released buffers would read as empty here
+    const more = [...names, 'outbound|8080||svc-600.default.svc.cluster.local'];
+    s.send({ typeUrl: TypeUrl.Endpoint, names: more, nonce: eds.nonce, version: eds.versionInfo });
+    const again = await s.nextMatching((r) => r.nonce !== eds.nonce, 5000);
+    expect(again.resources.map((a) => ClusterLoadAssignment.decode(a.value).clusterName)).toContain(more[600]);
+    expect(s.status()).toBeUndefined();
   });
 
   it('finishes a message grpc-js had started before handing over', () => {
