@@ -4,7 +4,7 @@
  * and ask for an EDS push, keeping the snapshot.
  */
 import type { Logger } from 'pino';
-import type { ConfigEvent, ConfigStore } from '../config/types.js';
+import { latestObservedAt, type ConfigEvent, type ConfigStore } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { Debouncer, type DebounceObserver } from './debounce.js';
 import { duplicateDestinationRuleSubsets, typeInstances, virtualServicesWithDuplicateDomains } from './config-conflicts.js';
@@ -248,20 +248,21 @@ export class MeshModel {
     const own = events.filter((e) => !REGISTRY_KINDS.has(e.kind));
     if (own.length === 0) return;
     // disc_push_triggers still counts config changes by object
-    this.request(this.debouncer, pushRequest({ full: true, reason: 'config', kinds: new Set(own.map((e) => e.kind)), count: own.length }));
+    // debounced from when the change was seen (a file's watch event), not from when it got here
+    this.request(this.debouncer, pushRequest({ full: true, reason: 'config', kinds: new Set(own.map((e) => e.kind)), count: own.length, start: latestObservedAt(own) }));
   }
 
   private onRegistryEvent(e: RegistryEvent): void {
     this.metrics.processorEvents.inc();
     if (e.servicesChanged) {
       this.metrics.inboundUpdates.inc({ type: 'svc' });
-      this.request(this.debouncer, pushRequest({ full: true, reason: 'service', edsHosts: e.endpointHosts }));
+      this.request(this.debouncer, pushRequest({ full: true, reason: 'service', edsHosts: e.endpointHosts, start: e.observedAt }));
       return;
     }
     this.metrics.inboundUpdates.inc({ type: 'eds' });
     // Endpoint-only: update the index now so the next push sees it, then push EDS.
     this.updateEndpoints(e.endpointHosts);
-    this.request(this.edsDebouncer, pushRequest({ full: false, reason: 'endpoint', edsHosts: e.endpointHosts }));
+    this.request(this.edsDebouncer, pushRequest({ full: false, reason: 'endpoint', edsHosts: e.endpointHosts, start: e.observedAt }));
   }
 
   private updateEndpoints(hosts: ReadonlyArray<string>): string[] {
