@@ -48,7 +48,7 @@ spec: { mtls: { mode: ${mode} } }
 let m: TestModel;
 afterEach(() => m?.stop());
 
-function weights(): Record<string, number> {
+function weights(): Record<string, number | undefined> {
   const [rc] = m.generate(grpcClient(), TypeUrl.Route, [TARGET]);
   const clusters = rc.virtualHosts[0].routes[0].route?.weightedClusters?.clusters ?? [];
   return Object.fromEntries(clusters.map((c) => [c.name, c.weight]));
