@@ -112,6 +112,10 @@ export class FileConfigSource {
   private scanning: Promise<void> | undefined;
   private rescanRequested = false;
   private debounceTimer: NodeJS.Timeout | undefined;
+  /** When the latest watch event not yet taken by a scan arrived (ms since epoch). */
+  private eventAt: number | undefined;
+  /** The watch event the running scan was started for, if any. */
+  private scanEventAt: number | undefined;
   /** Ends the `onChangePending` span, while one is open. */
   private pendingEnd: (() => void) | undefined;
   private periodicTimer: NodeJS.Timeout | undefined;
@@ -169,16 +173,22 @@ export class FileConfigSource {
   private async runScans(): Promise<void> {
     do {
       this.rescanRequested = false;
+      // the watch events so far are this scan's; later ones set `eventAt` again (and ask for another scan)
+      this.scanEventAt = this.eventAt;
+      this.eventAt = undefined;
       try {
         await this.scanOnce();
       } catch (err) {
         this.reportError(err);
+      } finally {
+        this.scanEventAt = undefined;
       }
     } while (this.rescanRequested && !this.stopped);
   }
 
   private trigger(): void {
     if (this.stopped) return;
+    this.eventAt = Date.now();
     clearTimeout(this.debounceTimer);
     this.pendingEnd ??= this.opts.onChangePending?.();
     this.debounceTimer = setTimeout(() => void this.rescan().finally(() => this.endPending()), this.opts.debounceMs);
@@ -198,6 +208,15 @@ export class FileConfigSource {
       void this.rescan().finally(() => this.schedulePeriodic());
     }, delay);
     this.periodicTimer.unref();
+  }
+
+  /**
+   * When the change a read is about to see was observed: the latest watch event so far (one that
+   * came during the scan included), else now (a periodic rescan found it). The store's events carry
+   * it, and the push's debounce counts from it (ConfigEvent.observedAt).
+   */
+  private observedAt(): number {
+    return this.eventAt ?? this.scanEventAt ?? Date.now();
   }
 
   private async scanOnce(): Promise<void> {
@@ -233,7 +252,7 @@ export class FileConfigSource {
       // files under a directory that could not be read keep their configuration
       if (!found.has(path) && !unreadable.some((d) => path.startsWith(d + sep))) {
         this.files.delete(path);
-        this.opts.store.removeSource(this.originOf(path));
+        this.opts.store.removeSource(this.originOf(path), this.observedAt());
       }
     }
     // A renamed file shows up as a new file declaring objects its old name still held; once the
@@ -290,6 +309,7 @@ export class FileConfigSource {
       return;
     }
     const readAt = Date.now();
+    const observedAt = this.observedAt();
     let content: Buffer;
     if (st.size > this.opts.maxFileBytes) {
       content = Buffer.alloc(0);
@@ -326,7 +346,7 @@ export class FileConfigSource {
     const kept = this.keepLastGood(previous, objects, rejections);
     const contributed = [...objects, ...kept.objects];
     this.files.set(path, { ...fingerprint, hash, objects: new Map(contributed.map((o) => [idOfObject(o), o])), docs });
-    const result = this.opts.store.applySource(origin, contributed);
+    const result = this.opts.store.applySource(origin, contributed, observedAt);
     for (const rejection of kept.rejections) this.reject(rejection);
     for (const rejection of result.rejections) pending.push({ rejection, origin });
   }

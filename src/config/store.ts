@@ -147,12 +147,15 @@ export class MemoryConfigStore implements ConfigStore {
     return this.byKind.get(kind)?.get(objectId(kind, namespace, name))?.origin;
   }
 
-  /** Replaces everything `origin` declared with `objects`. */
-  applySource(origin: string, objects: ReadonlyArray<ConfigObject>): ApplyResult {
+  /**
+   * Replaces everything `origin` declared with `objects`. `observedAt`: when the source saw the
+   * change (ConfigEvent.observedAt); absent: now.
+   */
+  applySource(origin: string, objects: ReadonlyArray<ConfigObject>, observedAt?: number): ApplyResult {
     const source = this.sourceFor(origin);
     const previous = source.objects;
     source.objects = new Map();
-    const batch = new Batch();
+    const batch = new Batch(observedAt);
     for (const o of objects) {
       const id = idOf(o);
       if (source.objects.has(id)) {
@@ -170,8 +173,8 @@ export class MemoryConfigStore implements ConfigStore {
   }
 
   /** Drops everything `origin` declared. */
-  removeSource(origin: string): ApplyResult {
-    return this.applySource(origin, []);
+  removeSource(origin: string, observedAt?: number): ApplyResult {
+    return this.applySource(origin, [], observedAt);
   }
 
   /**
@@ -293,6 +296,8 @@ export class MemoryConfigStore implements ConfigStore {
 
   private finish(batch: Batch): ApplyResult {
     const errors: unknown[] = [];
+    const at = batch.observedAt;
+    if (at !== undefined) for (let i = 0; i < batch.events.length; i++) batch.events[i] = { ...batch.events[i], observedAt: at };
     for (const event of batch.events) {
       for (const handler of [...this.handlers]) {
         try {
@@ -318,6 +323,7 @@ export class MemoryConfigStore implements ConfigStore {
 }
 
 class Batch {
+  constructor(readonly observedAt?: number) {}
   readonly events: ConfigEvent[] = [];
   readonly rejections: ConfigRejection[] = [];
   added = 0;

@@ -55,6 +55,18 @@ export interface ConfigEvent {
   readonly kind: string; // the `kind` (VirtualService, ...), unique across the project's kinds
   readonly object: ConfigObject;
   readonly previous?: ConfigObject;
+  /**
+   * When the source saw the change happen (ms since epoch): a file's watch event, which comes before
+   * the file is read and parsed. Absent: when the store applied it. Pushes are debounced from it.
+   */
+  readonly observedAt?: number;
+}
+
+/** The latest `observedAt` of a change's events; undefined when none says. */
+export function latestObservedAt(events: ReadonlyArray<ConfigEvent>): number | undefined {
+  let at: number | undefined;
+  for (const e of events) if (e.observedAt !== undefined && (at === undefined || e.observedAt > at)) at = e.observedAt;
+  return at;
 }
 
 /** Why a document was refused: where it came from and what is wrong, field by field. */

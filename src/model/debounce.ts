@@ -11,12 +11,19 @@ export interface DebounceObserver {
 }
 
 /**
- * Debounces push requests: a push fires `after` ms after the latest request, but never later than
+ * Debounces push requests: a push fires `after` ms after the latest event, but never later than
  * `max` ms after the first one of a burst. Requests within a burst merge.
+ *
+ * An event's time is when its change was seen (`PushRequest.start`: a config file's watch event,
+ * before the file was read, parsed and stored), not when the request got here; a request saying a
+ * time later than now counts from now. So the wait overlaps the work that brought the change in,
+ * and still ends no sooner than `after` ms after the latest event (docs/adr/0206).
  */
 export class Debouncer {
   private pending?: PendingPush;
   private firstAt = 0;
+  /** The latest event of the pending burst. */
+  private latestAt = 0;
   private timer?: NodeJS.Timeout;
   private stopped = false;
   private lastAt: number | undefined;
@@ -35,17 +42,21 @@ export class Debouncer {
   push(req: PushRequest): void {
     if (this.stopped) return;
     const now = this.now();
-    this.observer?.onChange(this.lastAt === undefined ? undefined : now - this.lastAt);
-    this.lastAt = now;
+    const at = Math.min(now, req.start);
+    this.observer?.onChange(this.lastAt === undefined ? undefined : Math.max(0, at - this.lastAt));
+    this.lastAt = Math.max(at, this.lastAt ?? at);
     if (this.afterMs <= 0) {
       this.observer?.fired('quiesce', 1);
       this.fire(req);
       return;
     }
     if (!this.pending) {
-      this.firstAt = now;
+      this.firstAt = at;
+      this.latestAt = at;
       this.pending = new PendingPush();
     }
+    this.firstAt = Math.min(this.firstAt, at);
+    this.latestAt = Math.max(this.latestAt, at);
     this.pending.add(req);
     this.requests++;
     this.schedule(now);
@@ -56,9 +67,10 @@ export class Debouncer {
       clearTimeout(this.timer);
       this.observer?.timerReset();
     }
-    const sinceFirst = now - this.firstAt;
-    this.capped = this.maxMs - sinceFirst < this.afterMs;
-    const wait = Math.max(0, Math.min(this.afterMs, this.maxMs - sinceFirst));
+    const quietAt = this.latestAt + this.afterMs;
+    const capAt = this.firstAt + this.maxMs;
+    this.capped = capAt < quietAt;
+    const wait = Math.max(0, Math.min(quietAt, capAt) - now);
     this.timer = setTimeout(() => this.release(this.capped ? 'max' : 'quiesce'), wait);
   }
 

@@ -4,7 +4,7 @@
  * and ask for an EDS push, keeping the snapshot.
  */
 import type { Logger } from 'pino';
-import type { ConfigEvent, ConfigStore } from '../config/types.js';
+import { latestObservedAt, type ConfigEvent, type ConfigStore } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { Debouncer, type DebounceObserver } from './debounce.js';
 import { duplicateDestinationRuleSubsets, typeInstances, virtualServicesWithDuplicateDomains } from './config-conflicts.js';
@@ -14,7 +14,7 @@ import type { MeshSettings } from './mesh-settings.js';
 import { PushContext, type FeatureFlags } from './push-context.js';
 import { allocateAddresses } from './address-allocation.js';
 import type { RegistryEvent, ServiceRegistry } from './registry.js';
-import type { Endpoint } from './service.js';
+import type { Endpoint, Service } from './service.js';
 import { diagnosticText } from './policy/diagnostics.js';
 import type { CredentialSource } from './credentials.js';
 import type { JwksSource } from './policy/jwks.js';
@@ -41,8 +41,17 @@ export interface MeshModelOptions {
 /** Kinds whose changes are handled by a registry rather than a snapshot rebuild on their own. */
 const REGISTRY_KINDS = new Set(['ServiceEntry', 'WorkloadEntry']);
 
+/**
+ * Reasons of full pushes that leave the registries' services and endpoints as they were: config
+ * kinds the registries do not read (those reach the model as `service` or `endpoint` events), key
+ * sets, credential Secrets. A rebuild for them alone keeps the services and the endpoint index.
+ */
+const SNAPSHOT_ONLY_REASONS: ReadonlySet<string> = new Set(['config', 'jwks', 'secret']);
+
 export class MeshModel {
   private push: PushContext;
+  /** The registry's services the current snapshot was built from (kept by rebuilds that do not change them). */
+  private services: ReadonlyArray<Service> | undefined;
   private endpoints = EndpointIndex.empty();
   /** Automatic addresses of hosts without one, kept across snapshots (address-allocation.ts). */
   private autoAddresses: ReadonlyMap<string, string> = new Map();
@@ -53,6 +62,8 @@ export class MeshModel {
   private readonly pending = new Map<Debouncer, () => void>();
   private readonly listeners = new Set<(req: PushRequest) => void>();
   private unsubscribers: Array<() => void> = [];
+  /** The policy index whose diagnostics were last logged (a snapshot that keeps it has nothing new to say). */
+  private diagnosedPolicies: PushContext['policies'] | undefined;
   /** Policy diagnostics already logged (text), so each is said once while it lasts. */
   private saidDiagnostics = new Set<string>();
   /** configFacts() of one snapshot version. */
@@ -168,22 +179,26 @@ export class MeshModel {
     return () => this.listeners.delete(listener);
   }
 
-  private buildContext(): PushContext {
+  /** A new snapshot; `servicesChanged` false: the registries' services are those of the current one. */
+  private buildContext(servicesChanged = true): PushContext {
     const version = `${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}/${++this.versionCounter}`;
-    const services = this.registry.services();
+    const reuse = !servicesChanged && this.services !== undefined;
+    const services = reuse && this.services ? this.services : this.registry.services();
+    this.services = services;
     // always allocated; only proxies that ask (DNS_CAPTURE and DNS_AUTO_ALLOCATE) are routed by them
     // and learn them from the name table (docs/adr/0050, 0187)
-    this.autoAddresses = allocateAddresses(services, this.autoAddresses);
+    if (!reuse) this.autoAddresses = allocateAddresses(services, this.autoAddresses);
     // the previous snapshot lends the new one every derived value its changes do not touch
     const previous = this.versionCounter > 1 ? this.push : undefined;
     const jwks = this.opts.jwks;
     const push = PushContext.build({ version, configs: this.store, services, mesh: this.mesh, features: this.opts.features, autoAddresses: this.autoAddresses, previous, credentials: this.opts.credentials?.current(), jwks: jwks?.view() });
-    if (jwks) jwks.want(new Set([...push.policies.jwksUris].filter((u) => !(this.opts.remoteJwks && push.jwksInMesh(u)))));
-    this.metrics.services.set(push.services.length);
-    this.logPolicyDiagnostics(push);
-    const shadowed = this.registry.shadowedServices?.() ?? [];
-    this.metrics.duplicateClusters.set(shadowed.length);
-    if (shadowed.length > 0) this.log.warn({ shadowed: shadowed.slice(0, 20), count: shadowed.length }, 'model: hosts defined by more than one registry; the first registry wins');
+    if (jwks && push.policies !== previous?.policies) jwks.want(new Set([...push.policies.jwksUris].filter((u) => !(this.opts.remoteJwks && push.jwksInMesh(u)))));
+    if (!reuse) {
+      this.metrics.services.set(push.services.length);
+      const shadowed = this.registry.shadowedServices?.() ?? [];
+      this.metrics.duplicateClusters.set(shadowed.length);
+      if (shadowed.length > 0) this.log.warn({ shadowed: shadowed.slice(0, 20), count: shadowed.length }, 'model: hosts defined by more than one registry; the first registry wins');
+    }
     this.metrics.virtualServices.set(push.virtualServiceCount);
     return push;
   }
@@ -202,6 +217,16 @@ export class MeshModel {
     return this.facts;
   }
 
+  /**
+   * Logs the policy diagnostics of `push` on a later turn, off the push path (they scan every policy,
+   * DestinationRule and Gateway); a newer snapshot's supersede them.
+   */
+  private sayPolicyDiagnostics(push: PushContext): void {
+    setImmediate(() => {
+      if (this.push === push) this.logPolicyDiagnostics(push);
+    });
+  }
+
   /** Logs what the security translation leaves out or changes, once per diagnostic while it lasts. */
   private logPolicyDiagnostics(push: PushContext): void {
     const now = new Set<string>();
@@ -213,8 +238,16 @@ export class MeshModel {
     this.saidDiagnostics = now;
   }
 
-  private rebuildAll(): void {
-    this.push = this.buildContext();
+  /** A new snapshot, and (`servicesChanged`) the endpoints of every service read again. */
+  private rebuildAll(servicesChanged = true): void {
+    this.push = this.buildContext(servicesChanged);
+    // the diagnostics of a new policy index: computed and logged after the push is on its way
+    if (this.push.policies !== this.diagnosedPolicies) {
+      this.diagnosedPolicies = this.push.policies;
+      this.sayPolicyDiagnostics(this.push);
+    }
+    // endpoints come from the registries, which did not change
+    if (!servicesChanged) return;
     const changes = new Map<string, Endpoint[]>();
     for (const s of this.push.services) {
       const list = changes.get(s.hostname) ?? [];
@@ -248,20 +281,21 @@ export class MeshModel {
     const own = events.filter((e) => !REGISTRY_KINDS.has(e.kind));
     if (own.length === 0) return;
     // disc_push_triggers still counts config changes by object
-    this.request(this.debouncer, pushRequest({ full: true, reason: 'config', kinds: new Set(own.map((e) => e.kind)), count: own.length }));
+    // debounced from when the change was seen (a file's watch event), not from when it got here
+    this.request(this.debouncer, pushRequest({ full: true, reason: 'config', kinds: new Set(own.map((e) => e.kind)), count: own.length, start: latestObservedAt(own) }));
   }
 
   private onRegistryEvent(e: RegistryEvent): void {
     this.metrics.processorEvents.inc();
     if (e.servicesChanged) {
       this.metrics.inboundUpdates.inc({ type: 'svc' });
-      this.request(this.debouncer, pushRequest({ full: true, reason: 'service', edsHosts: e.endpointHosts }));
+      this.request(this.debouncer, pushRequest({ full: true, reason: 'service', edsHosts: e.endpointHosts, start: e.observedAt }));
       return;
     }
     this.metrics.inboundUpdates.inc({ type: 'eds' });
     // Endpoint-only: update the index now so the next push sees it, then push EDS.
     this.updateEndpoints(e.endpointHosts);
-    this.request(this.edsDebouncer, pushRequest({ full: false, reason: 'endpoint', edsHosts: e.endpointHosts }));
+    this.request(this.edsDebouncer, pushRequest({ full: false, reason: 'endpoint', edsHosts: e.endpointHosts, start: e.observedAt }));
   }
 
   private updateEndpoints(hosts: ReadonlyArray<string>): string[] {
@@ -280,7 +314,7 @@ export class MeshModel {
   private onDebounced(req: PushRequest): void {
     const started = Date.now();
     try {
-      if (req.full) this.rebuildAll();
+      if (req.full) this.rebuildAll([...req.reasons.keys()].some((r) => !SNAPSHOT_ONLY_REASONS.has(r)));
     } catch (e) {
       this.metrics.pushContextErrors.inc();
       this.log.error({ err: e instanceof Error ? e.stack : String(e) }, 'model: building the push context failed; keeping the previous one');

@@ -79,14 +79,13 @@ export class PushContext {
   readonly features: FeatureFlags;
   /** All services, sorted by hostname then namespace. */
   private readonly allServices: ReadonlyArray<Service>;
-  private readonly servicesByHost = new Map<string, Service[]>();
-  private readonly vsByGateway = new Map<string, ResolvedVirtualService[]>();
+  private readonly servicesByHost: ReadonlyMap<string, ReadonlyArray<Service>>;
+  private readonly vsByGateway: ReadonlyMap<string, ReadonlyArray<ResolvedVirtualService>>;
   /** Mesh-bound VirtualServices by exact host, and those with a wildcard host (creation order). */
-  private readonly meshVsByHost = new Map<string, ResolvedVirtualService[]>();
-  private readonly meshVsWildcard: ResolvedVirtualService[] = [];
-  private readonly destinationRules: ReadonlyArray<ResolvedDestinationRule>;
+  private readonly meshVsByHost: ReadonlyMap<string, ReadonlyArray<ResolvedVirtualService>>;
+  private readonly meshVsWildcard: ReadonlyArray<ResolvedVirtualService>;
   /** Rules per namespace, by exact host and with a wildcard host (creation order). */
-  private readonly destinationRulesByNamespace = new Map<string, HostIndex<ResolvedDestinationRule>>();
+  private readonly destinationRulesByNamespace: ReadonlyMap<string, HostIndex<ResolvedDestinationRule>>;
   /** Rules with a workload selector make the lookup depend on the client's labels (no sharing). */
   private readonly destinationRulesSelectWorkloads: boolean;
   private readonly gatewayList: ReadonlyArray<ConfigObject<Gateway>>;
@@ -101,8 +100,15 @@ export class PushContext {
   /** Security policies by workload (docs/adr/0080). */
   readonly policies: PolicyIndex;
   /** Resolved VirtualServices by their source object (change sets). */
-  private readonly resolvedBySource = new Map<ConfigObject<VirtualService>, ResolvedVirtualService>();
+  private readonly resolvedBySource: ReadonlyMap<ConfigObject<VirtualService>, ResolvedVirtualService>;
   private readonly sources: { readonly vs: ReadonlyArray<ConfigObject<VirtualService>>; readonly dr: ReadonlyArray<ConfigObject<DestinationRule>> };
+  /**
+   * The inputs the indexes above were built from, as given (the registry's service list, the store's
+   * lists by kind): a next snapshot given the same object shares the index instead of building it.
+   */
+  private readonly inputs: SnapshotInputs;
+  /** The store's lists the policy index was built from (policyInputsOf). */
+  private readonly policyInputs: ReadonlyArray<ReadonlyArray<ConfigObject>>;
   private readonly autoAddresses: ReadonlyMap<string, string>;
   private readonly credentialSet: CredentialSet;
   /** `credentialName`s of DestinationRules (TLS origination at gateways), in creation order. */
@@ -113,51 +119,102 @@ export class PushContext {
     this.versionString = input.version;
     this.mesh = input.mesh;
     this.features = input.features ?? DEFAULT_FEATURES;
-    const sorted = [...input.services].sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : 0));
-    this.allServices = sorted;
-    for (const s of sorted) {
-      const list = this.servicesByHost.get(s.hostname);
-      if (list) list.push(s);
-      else this.servicesByHost.set(s.hostname, [s]);
+    // Each index is built from one input; an input that is the same object as the previous
+    // snapshot's (the store keeps its list of a kind until that kind changes) lends its index, so a
+    // rebuild costs what changed, not the whole mesh (docs/adr/0206).
+    const prev = input.previous as unknown as (Internals & { readonly mesh: MeshSettings; readonly features: FeatureFlags }) | undefined;
+    const sameSettings = prev !== undefined && prev.mesh === this.mesh && prev.features === this.features;
+    const inputs: SnapshotInputs = {
+      services: input.services,
+      vs: input.configs.list<VirtualService>('VirtualService'),
+      dr: input.configs.list<DestinationRule>('DestinationRule'),
+      gateways: input.configs.list<Gateway>('Gateway'),
+      sidecars: input.configs.list<Sidecar>('Sidecar'),
+    };
+    this.inputs = inputs;
+    if (prev && prev.inputs.services === inputs.services) {
+      this.allServices = prev.allServices;
+      this.servicesByHost = prev.servicesByHost;
+    } else {
+      const sorted = [...inputs.services].sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : 0));
+      const byHost = new Map<string, Service[]>();
+      for (const s of sorted) pushTo(byHost, s.hostname, s);
+      this.allServices = sorted;
+      this.servicesByHost = byHost;
     }
-    const vss = [...input.configs.list<VirtualService>('VirtualService')].sort(byCreation);
+    let vss: ReadonlyArray<ConfigObject<VirtualService>>;
+    if (sameSettings && prev.inputs.vs === inputs.vs) {
+      vss = prev.sources.vs;
+      this.vsByGateway = prev.vsByGateway;
+      this.meshVsByHost = prev.meshVsByHost;
+      this.meshVsWildcard = prev.meshVsWildcard;
+      this.resolvedBySource = prev.resolvedBySource;
+      this.usesSourceMatch = prev.usesSourceMatch;
+    } else {
+      vss = [...inputs.vs].sort(byCreation);
+      this.usesSourceMatch = vss.some((vs) => (vs.spec.http ?? []).some((r) => (r.match ?? []).some((m) => m.sourceLabels || m.sourceNamespace)));
+      const index = this.indexVirtualServices(vss);
+      this.vsByGateway = index.byGateway;
+      this.meshVsByHost = index.meshByHost;
+      this.meshVsWildcard = index.meshWildcard;
+      this.resolvedBySource = index.bySource;
+    }
     this.virtualServiceCount = vss.length;
-    const drs = [...input.configs.list<DestinationRule>('DestinationRule')].sort(byCreation);
-    this.sources = { vs: vss, dr: drs };
-    this.usesSourceMatch = vss.some((vs) => (vs.spec.http ?? []).some((r) => (r.match ?? []).some((m) => m.sourceLabels || m.sourceNamespace)));
-    this.indexVirtualServices(vss);
-    this.destinationRules = drs.map((c) => ({
-      source: c,
-      namespace: c.meta.namespace,
-      host: resolveHost(c.spec.host ?? '', c.meta.namespace, this.mesh.domain),
-      exportTo: c.spec.exportTo && c.spec.exportTo.length > 0 ? c.spec.exportTo : this.mesh.defaultDestinationRuleExportTo,
-      spec: c.spec,
-    }));
-    this.destinationRulesSelectWorkloads = this.destinationRules.some((d) => d.spec.workloadSelector?.matchLabels);
-    for (const dr of this.destinationRules) {
-      let index = this.destinationRulesByNamespace.get(dr.namespace);
-      if (!index) {
-        index = { exact: new Map(), wildcard: [] };
-        this.destinationRulesByNamespace.set(dr.namespace, index);
+    if (sameSettings && prev.inputs.dr === inputs.dr) {
+      this.sources = { vs: vss, dr: prev.sources.dr };
+      this.destinationRulesByNamespace = prev.destinationRulesByNamespace;
+      this.destinationRulesSelectWorkloads = prev.destinationRulesSelectWorkloads;
+      this.drCredentials = prev.drCredentials;
+    } else {
+      const drs = [...inputs.dr].sort(byCreation);
+      this.sources = { vs: vss, dr: drs };
+      const resolved = drs.map((c) => ({
+        source: c,
+        namespace: c.meta.namespace,
+        host: resolveHost(c.spec.host ?? '', c.meta.namespace, this.mesh.domain),
+        exportTo: c.spec.exportTo && c.spec.exportTo.length > 0 ? c.spec.exportTo : this.mesh.defaultDestinationRuleExportTo,
+        spec: c.spec,
+      }));
+      this.destinationRulesSelectWorkloads = resolved.some((d) => d.spec.workloadSelector?.matchLabels);
+      const byNamespace = new Map<string, HostIndex<ResolvedDestinationRule>>();
+      for (const dr of resolved) {
+        let index = byNamespace.get(dr.namespace);
+        if (!index) {
+          index = { exact: new Map(), wildcard: [] };
+          byNamespace.set(dr.namespace, index);
+        }
+        if (isWildcard(dr.host)) index.wildcard.push(dr);
+        else pushTo(index.exact, dr.host, dr);
       }
-      if (isWildcard(dr.host)) index.wildcard.push(dr);
-      else pushTo(index.exact, dr.host, dr);
+      this.destinationRulesByNamespace = byNamespace;
+      this.drCredentials = [...new Set(drs.flatMap((c) => destinationRuleCredentialNames(c.spec)))];
     }
     this.autoAddresses = input.autoAddresses ?? new Map();
-    this.gatewayList = [...input.configs.list<Gateway>('Gateway')].sort(byCreation);
-    this.sidecars = [...input.configs.list<Sidecar>('Sidecar')].sort(byCreation);
-    this.policies = new PolicyIndex({
-      configs: input.configs,
-      mesh: this.mesh,
-      serviceExists: (service, port) => {
-        const slash = service.indexOf('/');
-        const ns = slash < 0 ? undefined : service.slice(0, slash);
-        return (this.servicesByHost.get(service.slice(slash + 1)) ?? []).some((s) => (ns === undefined || s.namespace === ns) && s.ports.some((p) => p.port === port));
-      },
-    });
+    this.gatewayList = prev && prev.inputs.gateways === inputs.gateways ? prev.gatewayList : [...inputs.gateways].sort(byCreation);
+    this.sidecars = prev && prev.inputs.sidecars === inputs.sidecars ? prev.sidecars : [...inputs.sidecars].sort(byCreation);
+    // the policy index reads the policy kinds, the mesh settings and, for its diagnostics, the
+    // services, DestinationRules and Gateways: the same inputs, the same index (and no new diagnostics)
+    const policyInputs = policyInputsOf(input.configs);
+    const reusePolicies =
+      sameSettings &&
+      prev.policyInputs.every((list, i) => list === policyInputs[i]) &&
+      prev.inputs.services === inputs.services &&
+      prev.inputs.dr === inputs.dr &&
+      prev.inputs.gateways === inputs.gateways;
+    this.policyInputs = policyInputs;
+    this.policies = reusePolicies
+      ? prev.policies
+      : new PolicyIndex({
+          configs: input.configs,
+          mesh: this.mesh,
+          serviceExists: (service, port) => {
+            const slash = service.indexOf('/');
+            const ns = slash < 0 ? undefined : service.slice(0, slash);
+            return (this.servicesByHost.get(service.slice(slash + 1)) ?? []).some((s) => (ns === undefined || s.namespace === ns) && s.ports.some((p) => p.port === port));
+          },
+        });
     this.jwksView = input.jwks ?? EMPTY_JWKS_VIEW;
     this.credentialSet = input.credentials ?? CredentialSet.EMPTY;
-    this.drCredentials = [...new Set(drs.flatMap((c) => destinationRuleCredentialNames(c.spec)))];
     this.changes = input.previous ? changesBetween(input.previous, this) : ChangeSet.ALL;
     this.derived = new DerivedMemo(input.previous ? { memo: input.previous.derived, changes: this.changes } : undefined);
   }
@@ -215,7 +272,13 @@ export class PushContext {
     return this.gatewayList;
   }
 
-  private indexVirtualServices(vss: ReadonlyArray<ConfigObject<VirtualService>>): void {
+  private indexVirtualServices(vss: ReadonlyArray<ConfigObject<VirtualService>>): {
+    byGateway: Map<string, ResolvedVirtualService[]>;
+    meshByHost: Map<string, ResolvedVirtualService[]>;
+    meshWildcard: ResolvedVirtualService[];
+    bySource: Map<ConfigObject<VirtualService>, ResolvedVirtualService>;
+  } {
+    const out = { byGateway: new Map<string, ResolvedVirtualService[]>(), meshByHost: new Map<string, ResolvedVirtualService[]>(), meshWildcard: [] as ResolvedVirtualService[], bySource: new Map<ConfigObject<VirtualService>, ResolvedVirtualService>() };
     const delegates = new Map<string, ConfigObject<VirtualService>>();
     for (const vs of vss) {
       if (!vs.spec.hosts || vs.spec.hosts.length === 0) delegates.set(`${vs.meta.namespace}/${vs.meta.name}`, vs);
@@ -235,13 +298,14 @@ export class PushContext {
         http: this.mergeDelegates(vs.spec.http ?? [], ns, delegates),
         spec: vs.spec,
       };
-      this.resolvedBySource.set(vs, resolved);
-      for (const g of gateways) pushTo(this.vsByGateway, g, resolved);
+      out.bySource.set(vs, resolved);
+      for (const g of gateways) pushTo(out.byGateway, g, resolved);
       if (gateways.includes('mesh')) {
-        for (const h of new Set(resolved.hosts.filter((x) => !isWildcard(x)))) pushTo(this.meshVsByHost, h, resolved);
-        if (resolved.hosts.some(isWildcard)) this.meshVsWildcard.push(resolved);
+        for (const h of new Set(resolved.hosts.filter((x) => !isWildcard(x)))) pushTo(out.meshByHost, h, resolved);
+        if (resolved.hosts.some(isWildcard)) out.meshWildcard.push(resolved);
       }
     }
+    return out;
   }
 
   /** Replaces each delegating route with the delegate's routes, each scoped by the root route's match. */
@@ -633,7 +697,8 @@ function changesBetween(prev: PushContext, next: PushContext): ChangeSet {
     return ChangeSet.ALL;
   }
   const keys = new Set<DepKey>([Dep.version]);
-  prev.policies.sources.forEach((before, i) =>
+  // a shared index has nothing to compare
+  if (prev.policies !== next.policies) prev.policies.sources.forEach((before, i) =>
     forChanged(before, next.policies.sources[i] ?? [], () => {
       keys.add(Dep.policies);
       // sources[0] are the PeerAuthentications: mutual TLS modes (inbound chains, auto mTLS toward endpoints)
@@ -684,14 +749,14 @@ function changesBetween(prev: PushContext, next: PushContext): ChangeSet {
     }
   }
   let servicesChanged = false;
-  for (const [host, list] of n.servicesByHost) {
+  for (const [host, list] of p.servicesByHost === n.servicesByHost ? [] : n.servicesByHost) {
     const before = p.servicesByHost.get(host);
     if (!before || before.length !== list.length || before.some((s, i) => s !== list[i])) {
       keys.add(Dep.service(host));
       servicesChanged = true;
     }
   }
-  for (const host of p.servicesByHost.keys()) {
+  for (const host of p.servicesByHost === n.servicesByHost ? [] : p.servicesByHost.keys()) {
     if (!n.servicesByHost.has(host)) {
       keys.add(Dep.service(host));
       servicesChanged = true;
@@ -715,8 +780,32 @@ function changesBetween(prev: PushContext, next: PushContext): ChangeSet {
   return ChangeSet.of(keys);
 }
 
-/** The fields changesBetween compares (private to the class, read here only). */
+/** What a snapshot's indexes were built from, as given: the same object lends the next snapshot its index. */
+interface SnapshotInputs {
+  readonly services: ReadonlyArray<Service>;
+  readonly vs: ReadonlyArray<ConfigObject<VirtualService>>;
+  readonly dr: ReadonlyArray<ConfigObject<DestinationRule>>;
+  readonly gateways: ReadonlyArray<ConfigObject<Gateway>>;
+  readonly sidecars: ReadonlyArray<ConfigObject<Sidecar>>;
+}
+
+/** The store's lists the policy index reads its policies from. */
+function policyInputsOf(configs: ConfigStore): ReadonlyArray<ReadonlyArray<ConfigObject>> {
+  return [configs.list('PeerAuthentication'), configs.list('AuthorizationPolicy'), configs.list('RequestAuthentication')];
+}
+
+/** The fields changesBetween compares and the next snapshot shares (private to the class, read here only). */
 interface Internals {
+  readonly inputs: SnapshotInputs;
+  readonly policyInputs: ReadonlyArray<ReadonlyArray<ConfigObject>>;
+  readonly policies: PolicyIndex;
+  readonly usesSourceMatch: boolean;
+  readonly allServices: ReadonlyArray<Service>;
+  readonly vsByGateway: ReadonlyMap<string, ReadonlyArray<ResolvedVirtualService>>;
+  readonly meshVsByHost: ReadonlyMap<string, ReadonlyArray<ResolvedVirtualService>>;
+  readonly meshVsWildcard: ReadonlyArray<ResolvedVirtualService>;
+  readonly destinationRulesByNamespace: ReadonlyMap<string, HostIndex<ResolvedDestinationRule>>;
+  readonly drCredentials: ReadonlyArray<string>;
   readonly resolvedBySource: ReadonlyMap<ConfigObject<VirtualService>, ResolvedVirtualService>;
   readonly sources: { readonly vs: ReadonlyArray<ConfigObject<VirtualService>>; readonly dr: ReadonlyArray<ConfigObject<DestinationRule>> };
   readonly gatewayList: ReadonlyArray<ConfigObject<Gateway>>;
@@ -737,6 +826,7 @@ function sameLookup(a: CredentialLookup, b: CredentialLookup): boolean {
 
 /** Calls `fn` for every object (by namespace/name) that differs between the two lists: added, removed or replaced. */
 function forChanged<T>(before: ReadonlyArray<ConfigObject<T>>, after: ReadonlyArray<ConfigObject<T>>, fn: (old: ConfigObject<T> | undefined, cur: ConfigObject<T> | undefined) => void): void {
+  if (before === after) return;
   const key = (c: ConfigObject<T>): string => `${c.meta.namespace}/${c.meta.name}`;
   const old = new Map(before.map((c) => [key(c), c]));
   for (const c of after) {

@@ -6,7 +6,10 @@ export interface PushRequest {
   readonly edsHosts: ReadonlySet<string>;
   /** Reasons, counted in disc_push_triggers. */
   readonly reasons: ReadonlyMap<string, number>;
-  /** When the earliest change behind this push happened (ms since epoch), for convergence time. */
+  /**
+   * When the earliest change behind this push happened (ms since epoch), for convergence time; for a
+   * request of one cause, when that change was seen, which the debounce counts from.
+   */
   readonly start: number;
   /** Config kinds that changed, for push scoping. */
   readonly configKinds: ReadonlySet<string>;

@@ -7,6 +7,8 @@ export interface RegistryEvent {
   readonly endpointHosts: ReadonlyArray<string>;
   /** True when services themselves (hosts, ports, addresses) changed; the snapshot must be rebuilt. */
   readonly servicesChanged: boolean;
+  /** When the change was observed (ms since epoch; ConfigEvent.observedAt); absent: when the event was emitted. */
+  readonly observedAt?: number;
 }
 
 /** One contract for all registries; the aggregate combines them. */

@@ -1,4 +1,4 @@
-import type { ConfigEvent, ConfigObject, ConfigStore } from '../config/types.js';
+import { latestObservedAt, type ConfigEvent, type ConfigObject, type ConfigStore } from '../config/types.js';
 import type { ServiceEntry, WorkloadEntry } from '../config/spec-types.js';
 import { resolveHost } from '../model/host.js';
 import { EventHub, type RegistryEvent, type ServiceRegistry } from '../model/registry.js';
@@ -53,7 +53,7 @@ export class ServiceEntryRegistry implements ServiceRegistry {
 
   async start(): Promise<void> {
     this.unsubscribe = this.store.onChange((events: ReadonlyArray<ConfigEvent>) => {
-      if (events.some((e) => ServiceEntryRegistry.KINDS.has(e.kind))) this.recompute();
+      if (events.some((e) => ServiceEntryRegistry.KINDS.has(e.kind))) this.recompute(latestObservedAt(events));
     });
   }
 
@@ -77,7 +77,7 @@ export class ServiceEntryRegistry implements ServiceRegistry {
     return this.store.hasSynced();
   }
 
-  private recompute(): void {
+  private recompute(observedAt?: number): void {
     const entries = this.store.list<ServiceEntry>('ServiceEntry');
     const workloads = this.store.list<WorkloadEntrySpec>('WorkloadEntry');
     const contributions = new Map<string, Contribution>();
@@ -110,7 +110,7 @@ export class ServiceEntryRegistry implements ServiceRegistry {
     this.endpointsByHost = nextEndpoints;
     this.list = [...nextByHost.values()].flat();
     if (servicesChanged || endpointHosts.length > 0) {
-      this.hub.emit({ registry: this.id, servicesChanged, endpointHosts });
+      this.hub.emit({ registry: this.id, servicesChanged, endpointHosts, ...(observedAt !== undefined ? { observedAt } : {}) });
     }
   }
 

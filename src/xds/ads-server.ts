@@ -30,9 +30,9 @@ import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, 
 import { frameWriter } from './frame-writer.js';
 import { compactReads, releaseMessage } from './frame-reader.js';
 import { encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, type GrpcFrame } from './wire.js';
-import { parseClusterName } from './envoy/names.js';
 import { yieldPoint } from '../util/cooperative.js';
 import { overTurns } from '../model/derived.js';
+import { mayName, pushedHosts } from './push-order.js';
 
 export interface ModelView {
   readonly push: PushContext;
@@ -245,10 +245,32 @@ export class DiscoveryServer {
     };
   }
 
-  /** Queue a push to every connection. */
+  /**
+   * Queue a push to every connection: first those whose subscriptions of the types the push reaches
+   * may name a host it is about, then the others (push-order.ts).
+   */
   push(req: PushRequest): void {
     for (const [reason, n] of req.reasons) this.deps.metrics.pushTriggers.inc({ type: reason }, n);
-    for (const conn of this.connections.values()) this.queue.enqueue(conn, req);
+    const hosts = pushedHosts(req, this.deps.model().push.changes);
+    if (!hosts) {
+      for (const conn of this.connections.values()) this.queue.enqueue(conn, req);
+      return;
+    }
+    const later: Connection[] = [];
+    for (const conn of this.connections.values()) {
+      if (this.mayReach(conn, req, hosts)) this.queue.enqueue(conn, req);
+      else later.push(conn);
+    }
+    for (const conn of later) this.queue.enqueue(conn, req);
+  }
+
+  /** Whether a push about `hosts` may change something `conn` watches. */
+  private mayReach(conn: Connection, req: PushRequest, hosts: ReadonlySet<string>): boolean {
+    const affected = affectedTypes(req, conn.proxy.type);
+    for (const [typeUrl, watch] of conn.watches) {
+      if (affected.has(typeUrl as XdsTypeUrl) && mayName(generatorNames(conn, watch), hosts)) return true;
+    }
+    return false;
   }
 
   /** Resolves when queued pushes are done (tests, shutdown). */
@@ -788,11 +810,7 @@ export class DiscoveryServer {
   }
 
   private edsAffected(conn: Connection, watch: WatchState, req: PushRequest): boolean {
-    const names = generatorNames(conn, watch);
-    if (!names) return true;
-    const hosts = hostsOf(names);
-    for (const host of req.edsHosts) if (hosts.has(host)) return true;
-    return false;
+    return mayName(generatorNames(conn, watch), req.edsHosts);
   }
 
   /**
@@ -987,19 +1005,3 @@ function expectedSpans(conn: Connection): Buffer[] {
   return out;
 }
 
-const hostsByNames = new WeakMap<ReadonlySet<string>, ReadonlySet<string>>();
-
-/** The hosts of a (shared, never mutated) set of cluster names, computed once per set. */
-function hostsOf(names: ReadonlySet<string>): ReadonlySet<string> {
-  let hosts = hostsByNames.get(names);
-  if (!hosts) {
-    const out = new Set<string>();
-    for (const name of names) {
-      const parsed = parseClusterName(name);
-      if (parsed) out.add(parsed.host);
-    }
-    hosts = out;
-    hostsByNames.set(names, hosts);
-  }
-  return hosts;
-}

@@ -35,6 +35,18 @@ const TYPES_BY_REASON: Readonly<Record<string, ReadonlyArray<XdsTypeUrl>>> = {
  */
 export function affectedTypes(req: PushRequest, proxyType?: ProxyType): ReadonlySet<XdsTypeUrl> {
   if (!req.full) return proxyType === 'grpc' ? GRPC_ENDPOINT_TYPES : ENDPOINT_TYPES;
+  // asked for every connection a push visits: once per request (requests are never changed)
+  let known = fullAffected.get(req);
+  if (!known) {
+    known = computeAffected(req);
+    fullAffected.set(req, known);
+  }
+  return known;
+}
+
+const fullAffected = new WeakMap<PushRequest, ReadonlySet<XdsTypeUrl>>();
+
+function computeAffected(req: PushRequest): ReadonlySet<XdsTypeUrl> {
   const reasons = [...req.reasons.keys()];
   const out = new Set<XdsTypeUrl>();
   for (const r of reasons) for (const t of TYPES_BY_REASON[r] ?? []) out.add(t);

@@ -78,6 +78,9 @@ export interface ResponseWriter {
 
 let counter = 0;
 
+/** Lists up to this long are compared resource by resource (Connection.changed). */
+const SHORT_LIST = 16;
+
 const listVersions = new WeakMap<ReadonlyArray<EncodedResource>, string>();
 
 /**
@@ -164,6 +167,16 @@ export class Connection {
     const prev = watch.sentList;
     if (prev === resources) return false;
     if (prev.length !== resources.length) return true;
+    // a short list (a proxyless client's few names) is compared resource by resource: no hash of
+    // a list that only this client may hold; long ones (a scope's, shared) by their list versions
+    if (resources.length <= SHORT_LIST) {
+      for (let i = 0; i < resources.length; i++) {
+        const a = prev[i];
+        const b = resources[i];
+        if (a !== b && (a.name !== b.name || a.version !== b.version)) return true;
+      }
+      return false;
+    }
     return listVersion(prev) !== listVersion(resources);
   }
 

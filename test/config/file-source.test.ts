@@ -225,6 +225,36 @@ describe('FileConfigSource', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(events).toEqual([]);
   });
+  it('dates a change by its watch event, before its own wait and the read (the push is debounced from then)', async () => {
+    const h = await setup({ 'a.yaml': dr('a', 'a') }, { debounceMs: 300 });
+    await h.source.start();
+    const seen: Array<{ observedAt?: number; appliedAt: number }> = [];
+    h.store.onEvent((e) => seen.push({ observedAt: e.observedAt, appliedAt: Date.now() }));
+    const before = Date.now();
+    await atomicWrite(join(h.dir, 'a.yaml'), dr('a', 'b'));
+    const written = Date.now();
+    await eventually('the edit is in the store', () => h.host('a') === 'b', { timeoutMs: BOUND_MS + 300 });
+    expect(seen).toHaveLength(1);
+    const { observedAt, appliedAt } = seen[0];
+    expect(observedAt).toBeGreaterThanOrEqual(before);
+    expect(observedAt).toBeLessThanOrEqual(written + 50);
+    // the source's own 300 ms wait came after the event, and does not count toward the push's
+    expect(appliedAt - observedAt!).toBeGreaterThanOrEqual(250);
+    // a change the periodic rescan finds, with no watch event, is dated when it is read
+    seen.length = 0;
+    await h.source.stop();
+    const polled = new FileConfigSource({ dir: h.dir, store: h.store, defaultNamespace: 'default', watch: false, pollIntervalMs: 20 });
+    await polled.start();
+    try {
+      const t = Date.now();
+      await writeFile(join(h.dir, 'a.yaml'), dr('a', 'c'));
+      await eventually('the polled edit is in the store', () => h.host('a') === 'c', { timeoutMs: BOUND_MS });
+      expect(seen).toHaveLength(1);
+      expect(seen[0].observedAt).toBeGreaterThanOrEqual(t);
+    } finally {
+      await polled.stop();
+    }
+  });
   it('says a change is pending from the watch event until the store has it (the daemon holds certificate admission meanwhile)', async () => {
     const log: string[] = [];
     const h = await setup({ 'a.yaml': dr('a', 'a') }, { onChangePending: () => (log.push('pending'), () => log.push(`done: ${h.host('a')}`)) });

@@ -107,6 +107,35 @@ describe('Debouncer', () => {
     expect([...r.fired[0].reasons.keys()].sort()).toEqual(['a', 'b', 'c']);
   });
 
+  it('counts DISC_DEBOUNCE_AFTER from when a change was seen (a file\'s watch event), not from when its request arrives', () => {
+    const r = recorder();
+    const d = new Debouncer(100, 10_000, r.fire, () => Date.now());
+    const t0 = Date.now();
+    // the file source saw the write 40 ms ago and has just read, parsed and stored it
+    d.push(pushRequest({ full: true, reason: 'config', start: t0 - 40 }));
+    jest.advanceTimersByTime(59);
+    expect(r.fired).toHaveLength(0);
+    jest.advanceTimersByTime(1);
+    expect(r.fired).toHaveLength(1);
+    expect(r.firedAt[0] - (t0 - 40)).toBe(100);
+    // a later event seen 10 ms before its request extends the wait to 100 ms after it, not after the request
+    const t1 = Date.now();
+    d.push(pushRequest({ full: true, reason: 'a', start: t1 - 30 }));
+    jest.advanceTimersByTime(20);
+    d.push(pushRequest({ full: true, reason: 'b', start: t1 + 10 }));
+    jest.advanceTimersByTime(89); // t1 + 109
+    expect(r.fired).toHaveLength(1);
+    jest.advanceTimersByTime(1); // t1 + 110 = the later event + 100
+    expect(r.fired).toHaveLength(2);
+    expect([...r.fired[1].reasons.keys()].sort()).toEqual(['a', 'b']);
+    // a time in the future counts from now: never later than DISC_DEBOUNCE_AFTER after the request
+    const t2 = Date.now();
+    d.push(pushRequest({ full: true, reason: 'c', start: t2 + 5000 }));
+    jest.advanceTimersByTime(100);
+    expect(r.fired).toHaveLength(3);
+    expect(r.firedAt[2] - t2).toBe(100);
+  });
+
   it('still fires by DISC_DEBOUNCE_MAX under a steady stream of events', () => {
     const r = recorder();
     const d = new Debouncer(100, 500, r.fire, () => Date.now());

@@ -5,7 +5,7 @@
  * PushContext; per-workload answers are memoized by namespace and labels, and each carries a `key`
  * naming exactly the inputs it came from, for the generators' cache keys.
  */
-import type { AuthorizationPolicy, JWTRule, PeerAuthentication, RequestAuthentication } from '../../gen/config/schemas.js';
+import type { AuthorizationPolicy, DestinationRule, Gateway, JWTRule, PeerAuthentication, RequestAuthentication } from '../../gen/config/schemas.js';
 import type { ConfigObject, ConfigStore } from '../../config/types.js';
 import { objectId } from '../../util/identity.js';
 import type { AuthzAction, AuthzPolicy } from './types.js';
@@ -112,8 +112,9 @@ export class PolicyIndex {
   readonly peerAuthnKey: string;
   /** Whether any AuthorizationPolicy exists (cheap path for meshes without). */
   readonly hasAuthz: boolean;
-  /** Problems a user should hear about (logged by the model when they first appear). */
-  readonly diagnostics: ReadonlyArray<PolicyDiagnostic>;
+  /** Computes `diagnostics` on first read, from the inputs the index was built from. */
+  private diagnose: (() => ReadonlyArray<PolicyDiagnostic>) | undefined;
+  private diagnosed: ReadonlyArray<PolicyDiagnostic> = [];
   /**
    * The policy objects this index was built from (PeerAuthentication, AuthorizationPolicy,
    * RequestAuthentication): a snapshot compares them with the previous one's to see whether any
@@ -161,11 +162,25 @@ export class PolicyIndex {
     }
     this.jwksUris = uris;
     this.sources = [pas, aps, ras];
-    this.diagnostics = [
+    // each a scan of every policy, DestinationRule and Gateway: done when the model logs them, after
+    // the push they came with has been handed on, not while the snapshot is built (docs/adr/0206)
+    const rules = input.configs.list<DestinationRule>('DestinationRule');
+    const gateways = input.configs.list<Gateway>('Gateway');
+    this.diagnose = () => [
       ...policyDiagnostics([...this.authz.values()].flat(), ras, input.mesh, input.serviceExists),
-      ...credentialDiagnostics(input.configs.list('DestinationRule'), input.configs.list('Gateway')),
-      ...proxylessTlsDiagnostics(input.configs.list('DestinationRule')),
+      ...credentialDiagnostics(rules, gateways),
+      ...proxylessTlsDiagnostics(rules),
     ];
+  }
+
+  /** Problems a user should hear about (logged by the model when they first appear). */
+  get diagnostics(): ReadonlyArray<PolicyDiagnostic> {
+    const diagnose = this.diagnose;
+    if (diagnose) {
+      this.diagnose = undefined;
+      this.diagnosed = diagnose();
+    }
+    return this.diagnosed;
   }
 
   private memoize<T>(key: string, compute: () => T): T {

@@ -17,7 +17,7 @@ import { buildHttpRoutes, defaultRoute, type RouteContext, type RouteShape } fro
 import { contentHash } from '../../util/hash.js';
 import { TypeUrl } from '../types.js';
 import { encodeOutboundCluster, generateEndpoints, resolveClusterRef, visibleOutboundClusters } from './common.js';
-import { routeInputsKey } from './route-inputs.js';
+import { routeInputsKey, sourceMatchKey } from './route-inputs.js';
 import { secrets } from './secrets.js';
 import { nameTable } from './name-table.js';
 import { buildGrpcServerListener, parseServerListenerName, type ListeningAddress } from './grpc-server.js';
@@ -68,51 +68,85 @@ function serverListener(name: string, listening: ListeningAddress, { proxy, push
   }));
 }
 
-function listeners(input: GenerateInput): EncodedResource[] {
-  const { proxy, push, cache, names } = input;
-  const out: EncodedResource[] = [];
-  for (const name of names ?? []) {
-    const listening = parseServerListenerName(name);
-    if (listening) {
-      out.push(serverListener(name, listening, input));
-      continue;
-    }
-    if (!parseTarget(name, push, proxy)) continue;
-    out.push(cache.getOrBuild('lds', `gl|${name}`, () => ({ name, typeUrl: TypeUrl.Listener, bytes: encode(Listener, buildApiListener(name, name)) })));
-  }
-  return out;
+/**
+ * The resources of a client's name set, one list per set (shared by the clients asking for the same
+ * names, docs/adr/0110) and `scope` (what the resources read of the proxy), memoized on the snapshot
+ * name by name: a later snapshot hands the same list to every client whose names its changes do not
+ * reach, so a push to them is one comparison, and builds the changed resources once for all the
+ * clients that asked for them (docs/adr/0206). Delta subscribes (`few`) are built as they come.
+ */
+function byName(input: GenerateInput, type: string, scope: string, one: (name: string) => EncodedResource | undefined): ReadonlyArray<EncodedResource> {
+  const { push, names, few } = input;
+  if (!names) return [];
+  const build = (name: string): EncodedResource[] => {
+    const r = one(name);
+    return r ? [r] : [];
+  };
+  if (few) return [...names].flatMap(build);
+  return push.memoizeList(`grpc-${type}|${scope}`, { owner: names }, () => [...names], (name) => name, build);
 }
 
-function routes({ proxy, push, cache, names, settings }: GenerateInput): EncodedResource[] {
-  const out: EncodedResource[] = [];
-  for (const name of names ?? []) {
-    const target = parseTarget(name, push, proxy);
-    if (!target) continue;
-    const vs = push.virtualServiceForHost(proxy.namespace, target.service.hostname);
-    // Keyed by what the routes read (service, VirtualService, destinations and their rules), so an
-    // edit elsewhere in the mesh reuses the encoded routes.
-    const key = `gr|${name}|${routeInputsKey(push, proxy, target.service, vs)}|t${settings.defaultRequestTimeoutMs}`;
-    out.push(
-      cache.getOrBuild('rds', key, () => {
-        const ctx: RouteContext = {
-          push,
-          proxy,
-          namespace: vs?.namespace ?? target.service.namespace,
-          listenerPort: target.port,
-          proxyless: true,
-          defaultTimeoutMs: settings.defaultRequestTimeoutMs,
-          gateway: 'mesh',
-        };
-        const built = vs ? buildHttpRoutes(`${vs.namespace}.${vs.source.meta.name}`, vs.http, ctx) : [];
-        if (built.length === 0) built.push(defaultRoute(target.service, target.port, ctx));
-        const routeList = built.map(tagRouteContent);
-        const domains = [...new Set([name, target.host, `${target.service.hostname}:${target.port}`, target.service.hostname])];
-        const rc = msg(RouteConfiguration, { name, virtualHosts: [{ name, domains, routes: routeList }] });
-        return { name, typeUrl: TypeUrl.Route, bytes: encode(RouteConfiguration, rc) };
-      }),
-    );
+const serverListenerSets = new WeakMap<ReadonlySet<string>, boolean>();
+
+/** Whether a (shared, never mutated) name set names a server listener; once per set. */
+function namesServerListener(names: ReadonlySet<string>): boolean {
+  let yes = serverListenerSets.get(names);
+  if (yes === undefined) {
+    yes = [...names].some((name) => parseServerListenerName(name) !== undefined);
+    serverListenerSets.set(names, yes);
   }
-  return out;
+  return yes;
+}
+
+function listeners(input: GenerateInput): ReadonlyArray<EncodedResource> {
+  const { proxy, push, cache, names } = input;
+  const apiListener = (name: string): EncodedResource | undefined =>
+    parseTarget(name, push, proxy) ? cache.getOrBuild('lds', `gl|${name}`, () => ({ name, typeUrl: TypeUrl.Listener, bytes: encode(Listener, buildApiListener(name, name)) })) : undefined;
+  // a server listener reads its workload's policies (labels): those name sets are built per client
+  if (!names || namesServerListener(names)) {
+    const out: EncodedResource[] = [];
+    for (const name of names ?? []) {
+      const listening = parseServerListenerName(name);
+      const r = listening ? serverListener(name, listening, input) : apiListener(name);
+      if (r) out.push(r);
+    }
+    return out;
+  }
+  // client listeners read the services the client's namespace sees, nothing else of it
+  return byName(input, 'lds', proxy.namespace, apiListener);
+}
+
+function routes(input: GenerateInput): ReadonlyArray<EncodedResource> {
+  const { proxy, push, settings } = input;
+  // routes read the client's namespace, its scope's destination rules and, where routes match on
+  // them, its labels
+  return byName(input, 'rds', `${push.scopeKey(proxy)}|${sourceMatchKey(push, proxy)}|t${settings.defaultRequestTimeoutMs}`, (name) => routeFor(name, input));
+}
+
+function routeFor(name: string, { proxy, push, cache, settings }: GenerateInput): EncodedResource | undefined {
+  const target = parseTarget(name, push, proxy);
+  if (!target) return undefined;
+  const vs = push.virtualServiceForHost(proxy.namespace, target.service.hostname);
+  // Keyed by what the routes read (service, VirtualService, destinations and their rules), so an
+  // edit elsewhere in the mesh reuses the encoded routes.
+  const key = `gr|${name}|${routeInputsKey(push, proxy, target.service, vs)}|t${settings.defaultRequestTimeoutMs}`;
+  return cache.getOrBuild('rds', key, () => {
+    const ctx: RouteContext = {
+      push,
+      proxy,
+      namespace: vs?.namespace ?? target.service.namespace,
+      listenerPort: target.port,
+      proxyless: true,
+      defaultTimeoutMs: settings.defaultRequestTimeoutMs,
+      gateway: 'mesh',
+    };
+    const built = vs ? buildHttpRoutes(`${vs.namespace}.${vs.source.meta.name}`, vs.http, ctx) : [];
+    if (built.length === 0) built.push(defaultRoute(target.service, target.port, ctx));
+    const routeList = built.map(tagRouteContent);
+    const domains = [...new Set([name, target.host, `${target.service.hostname}:${target.port}`, target.service.hostname])];
+    const rc = msg(RouteConfiguration, { name, virtualHosts: [{ name, domains, routes: routeList }] });
+    return { name, typeUrl: TypeUrl.Route, bytes: encode(RouteConfiguration, rc) };
+  });
 }
 
 function clusters({ proxy, push, endpoints, cache, names }: GenerateInput): ReadonlyArray<EncodedResource> {
