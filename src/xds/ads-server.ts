@@ -18,7 +18,7 @@ import type { EncodedResource, ResourceCache } from './cache.js';
 import { Connection, changedResources, generatorNames, listVersion, newWatch, type ResponseWriter, type WatchState } from './connection.js';
 import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
 import type { ListenerConflicts } from './generators/sidecar.js';
-import { Limiter, type Slot } from './limiter.js';
+import { Limiter, nextRank, type Slot } from './limiter.js';
 import { Delivery, type DeliveryOptions } from './delivery.js';
 import { PushQueue } from './push-queue.js';
 import { RequestBacklog, type BacklogBounds, type BacklogStats, type Readable } from './request-backlog.js';
@@ -582,7 +582,8 @@ export class DiscoveryServer {
       const kind = this.track(conn, known, req.nonce, undefined);
       if (kind === 'initial') {
         known.resendAll = true; // a request without a nonce knows nothing: answer with everything
-        await this.requestLimiter.run((slot) => this.pushTypes(conn, [known.typeUrl], undefined, true, slot));
+        const rank = rankOf(conn, known);
+        await this.requestLimiter.run((slot) => this.pushTypes(conn, [known.typeUrl], undefined, true, slot, undefined, rank), rank);
       }
       return;
     }
@@ -607,7 +608,8 @@ export class DiscoveryServer {
     if (kind === 'initial' || namesChanged) {
       // A changed subscription is always answered, even when the resulting set is unchanged, so a
       // client asking for a name that does not exist learns it at once instead of waiting on a timer.
-      await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot));
+      const rank = rankOf(conn, watch);
+      await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, undefined, rank), rank);
     }
   }
 
@@ -638,7 +640,8 @@ export class DiscoveryServer {
     if (first || !watch.names) {
       // a first subscription by name is answered like any later one: what exists, and what does not
       const only = watch.names && generatorNames(conn, watch);
-      if (first) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, only));
+      const rank = rankOf(conn, watch);
+      if (first) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, only, rank), rank);
       return;
     }
     // Work proportional to the change (issue 15): the subscription is edited in place, an
@@ -668,7 +671,8 @@ export class DiscoveryServer {
     for (const n of added) names.add(intern(n));
     watch.namesByteCount = bytes + addedBytes;
     if (added.size > 0) watch.namesView = undefined;
-    if (added.size > 0) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, added));
+    const rank = rankOf(conn, watch);
+    if (added.size > 0) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, added, rank), rank);
   }
 
   /**
@@ -721,9 +725,18 @@ export class DiscoveryServer {
   /**
    * Generate and send the given types to one connection, skipping types whose content is unchanged.
    * Generation holds `slot`; waiting on the client (flow control, the write) does not. `only`
-   * (delta, one type): the names just subscribed; only they are generated and sent.
+   * (delta, one type): the names just subscribed; only they are generated and sent. `rank`: the
+   * writes' place in line (an answer's, or a fresh one per type for a push).
    */
-  private async pushTypes(conn: Connection, types: ReadonlyArray<string>, req: PushRequest | undefined, force: boolean, slot: Slot, only?: ReadonlySet<string>): Promise<void> {
+  private async pushTypes(
+    conn: Connection,
+    types: ReadonlyArray<string>,
+    req: PushRequest | undefined,
+    force: boolean,
+    slot: Slot,
+    only?: ReadonlySet<string>,
+    rank?: number,
+  ): Promise<void> {
     const model = this.deps.model();
     const generators = this.deps.generatorsFor(conn.proxy);
     const sentTypes = new Set<string>();
@@ -756,9 +769,10 @@ export class DiscoveryServer {
       // Flow control holds server-initiated pushes only: an answer to the client's own request must not
       // wait for an ACK that is queued behind that request on the same stream.
       const throttled = req !== undefined;
+      const place = rank ?? rankOf(conn, watch);
       const sent = conn.delta
-        ? await this.sendDelta(conn, watch, resources, model, force, throttled, slot, only)
-        : await this.sendSotw(conn, watch, resources, model, force, throttled, slot);
+        ? await this.sendDelta(conn, watch, resources, model, force, throttled, slot, place, only)
+        : await this.sendSotw(conn, watch, resources, model, force, throttled, slot, place);
       if (sent) {
         sentTypes.add(typeUrl);
         this.deps.metrics.pushTime.observe({ type: shortType[typeUrl as XdsTypeUrl] }, Number(process.hrtime.bigint() - started) / 1e9);
@@ -836,7 +850,16 @@ export class DiscoveryServer {
     }
   }
 
-  private async sendSotw(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean, slot: Slot): Promise<boolean> {
+  private async sendSotw(
+    conn: Connection,
+    watch: WatchState,
+    resources: ReadonlyArray<EncodedResource>,
+    model: ModelView,
+    force: boolean,
+    throttled: boolean,
+    slot: Slot,
+    rank: number,
+  ): Promise<boolean> {
     if (!force && !Connection.changed(watch, resources)) {
       this.unchangedAt(conn, watch, model);
       return false;
@@ -867,7 +890,7 @@ export class DiscoveryServer {
     watch.resendAll = false;
     watch.lastSentAt = Date.now();
     watch.awaitingAck = true;
-    return this.delivery.send(conn, frame, type, slot);
+    return this.delivery.send(conn, frame, type, slot, rank);
   }
 
   /**
@@ -890,6 +913,7 @@ export class DiscoveryServer {
     force: boolean,
     throttled: boolean,
     slot: Slot,
+    rank: number,
     only?: ReadonlySet<string>,
   ): Promise<boolean> {
     const changed = resources.filter((r) => watch.sent.get(r.name) !== r.version);
@@ -929,8 +953,17 @@ export class DiscoveryServer {
     for (const n of removed) watch.sent.delete(n);
     watch.lastSentAt = Date.now();
     watch.awaitingAck = true;
-    return this.delivery.send(conn, frame, type, slot);
+    return this.delivery.send(conn, frame, type, slot, rank);
   }
+}
+
+/**
+ * The place in line of a response of `watch`'s type (docs/adr/0200): until the client has ACKed the
+ * type once, it is part of the connection's initial configuration and goes with the connection's
+ * rank (older connections are configured first); afterwards, a fresh rank (in the order asked).
+ */
+function rankOf(conn: Connection, watch: WatchState): number {
+  return watch.nonceAcked === '' ? conn.rank : nextRank();
 }
 
 /**

@@ -26,8 +26,8 @@ export type WriteDone = (err?: Error | null) => void;
 export interface FrameWriter {
   /** True when frames go to the HTTP/2 stream as they are (no copy). */
   readonly direct: boolean;
-  /** `done` once the transport took the whole frame (or failed); `progress` each time it took a part. */
-  write(frame: GrpcFrame, done: WriteDone, progress?: () => void): void;
+  /** `done` once the transport took the whole frame (or failed); `progress` each time it took a part, with its bytes. */
+  write(frame: GrpcFrame, done: WriteDone, progress?: (bytes: number) => void): void;
   /**
    * Ends the stream at once (HTTP/2 RST_STREAM): frames not taken yet are dropped and their writes
    * fail. For a client that takes nothing, whom a status behind its unread frames would never reach.
@@ -81,7 +81,7 @@ export function frameWriter(call: ServerDuplexStream<Buffer, Buffer>, opts: { al
             return;
           }
           if (--left > 0) {
-            progress?.();
+            progress?.(chunk.length);
             return;
           }
           base.callEventTracker?.addMessageSent?.();
