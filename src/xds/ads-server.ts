@@ -312,6 +312,7 @@ export class DiscoveryServer {
     }, firstRequestMs).unref();
     const writer: ResponseWriter = {
       direct: out.direct,
+      session: out.session,
       write: (frame, progress) =>
         new Promise<void>((resolve, reject) => {
           if (ended) return reject(new Error('stream closed'));

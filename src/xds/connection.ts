@@ -69,6 +69,8 @@ export function generatorNames(conn: { readonly delta: boolean }, watch: WatchSt
 export interface ResponseWriter {
   /** Frames are written as they are, not copied per connection (frame-writer.ts). */
   readonly direct: boolean;
+  /** The HTTP/2 session (connection) of the stream, when known (write-guard.ts maxWritesPerSession). */
+  readonly session?: object;
   /** `progress` is called each time the transport took part of the frame, with the bytes it took. */
   write(frame: GrpcFrame, progress?: (bytes: number) => void): Promise<void>;
   /** Ends the stream with a gRPC status, after the frames already written. */

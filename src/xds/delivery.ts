@@ -30,6 +30,10 @@ export const DELIVERY_DEFAULTS: Omit<WriteGuardOptions, 'sendTimeoutMs'> = {
   // (docs/adr/0200): about 28 first responses of a 5,000-service sidecar (9 MB of clusters) at once,
   // instead of 2,000 interleaved by HTTP/2 until all of them finish together
   maxUnsentBytes: 256 * 1024 * 1024,
+  // streams of one connection share its socket: a few at a time each finish quickly, where 100
+  // interleaved ones each wait so long between chunks that they look stalled (a proxy has a
+  // connection of its own and never meets this; a client multiplexing many proxies does)
+  maxWritesPerSession: 4,
   // a client on loopback or a LAN takes a chunk within milliseconds; one that took nothing for half
   // a second no longer counts against the budget
   stallMs: 500,
@@ -80,7 +84,7 @@ export class Delivery {
    */
   async send(conn: Connection, frame: GrpcFrame, type: string, slot: Slot, rank: number): Promise<boolean> {
     // a shared frame written as it is costs its bytes once; a copying write costs its own
-    const pending = await this.guard.admit(conn, conn.writer.direct ? frame : {}, frame.length, rank);
+    const pending = await this.guard.admit(conn, conn.writer.direct ? frame : {}, frame.length, rank, conn.writer.session);
     slot.release();
     const started = process.hrtime.bigint();
     try {

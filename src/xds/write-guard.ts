@@ -31,6 +31,12 @@ export interface WriteGuardOptions {
    * before new writes wait. Optional: without it, only `maxLiveBytes` holds writes back.
    */
   readonly maxUnsentBytes?: number;
+  /**
+   * Writes being written (not stalled) at once on one connection (HTTP/2 session), whose streams
+   * share one socket: past it a stream's write waits, and writes on other connections go first.
+   * Optional: no limit without it, or for writes that name no session.
+   */
+  readonly maxWritesPerSession?: number;
   /** A write of which the client took nothing for this long is stalled (its bytes leave the budget). */
   readonly stallMs: number;
   /** A client that took nothing for this long loses its stream. */
@@ -60,6 +66,7 @@ interface FrameRefs {
 interface WriteRecord<C> {
   readonly conn: C;
   readonly key: object;
+  readonly session: object | undefined;
   /** Bytes of this write its client has not taken yet. */
   unsent: number;
   readonly startedAt: number;
@@ -83,7 +90,9 @@ import { insertByRank, nextRank } from './limiter.js';
 export class WriteGuard<C> {
   private readonly frames = new Map<object, FrameRefs>();
   private readonly pending = new Set<WriteRecord<C>>();
-  private readonly waiting: Array<{ key: object; bytes: number; rank: number; go: () => void }> = [];
+  private readonly waiting: Array<{ key: object; bytes: number; rank: number; session: object | undefined; go: () => void }> = [];
+  /** Writes being written (not stalled) per session (maxWritesPerSession). */
+  private readonly sessions = new Map<object, number>();
   private liveBytes = 0;
   private unsentBytes = 0;
   private stalledBytes = 0;
@@ -108,13 +117,31 @@ export class WriteGuard<C> {
   /**
    * Admits a write of `bytes` identified by `key` (the shared frame, or a token of its own for a
    * copy) for `conn`; waits while a budget is full, before waiting writes of a larger `rank`
-   * (arrival order by default). A frame already being written costs no more memory, so without
+   * (arrival order by default), or while `session` (the connection the stream belongs to) has its
+   * share of writes. A frame already being written costs no more memory, so without
    * `maxUnsentBytes` it passes at once.
    */
-  async admit(conn: C, key: object, bytes: number, rank = nextRank()): Promise<PendingWrite> {
-    if (this.fits(key, bytes, this.waiting.length === 0 || rank < this.waiting[0].rank)) this.reserve(key, bytes);
-    else await new Promise<void>((go) => insertByRank(this.waiting, { key, bytes, rank, go })); // wake() reserves
-    return this.track(conn, key, bytes);
+  async admit(conn: C, key: object, bytes: number, rank = nextRank(), session?: object): Promise<PendingWrite> {
+    if (!this.sessionFull(session) && this.fits(key, bytes, this.waiting.length === 0 || rank < this.waiting[0].rank)) this.reserve(key, bytes, session);
+    else {
+      await new Promise<void>((go) => {
+        insertByRank(this.waiting, { key, bytes, rank, session, go });
+        this.wake(); // writes ahead of it may wait for their sessions only
+      }); // wake() reserves
+    }
+    return this.track(conn, key, bytes, session);
+  }
+
+  private sessionFull(session: object | undefined): boolean {
+    const max = this.opts.maxWritesPerSession;
+    return max !== undefined && session !== undefined && (this.sessions.get(session) ?? 0) >= max;
+  }
+
+  private countSession(session: object | undefined, by: 1 | -1): void {
+    if (session === undefined || this.opts.maxWritesPerSession === undefined) return;
+    const n = (this.sessions.get(session) ?? 0) + by;
+    if (n > 0) this.sessions.set(session, n);
+    else this.sessions.delete(session);
   }
 
   /** Stops the sweeps (the owner closes every stream anyway). */
@@ -138,8 +165,9 @@ export class WriteGuard<C> {
     return first && !(this.liveBytes > 0 && this.liveBytes + bytes > this.opts.maxLiveBytes);
   }
 
-  /** Counts one more live write of the frame `key`, and its bytes as not taken yet. */
-  private reserve(key: object, bytes: number): void {
+  /** Counts one more live write of the frame `key` (on `session`), and its bytes as not taken yet. */
+  private reserve(key: object, bytes: number, session: object | undefined): void {
+    this.countSession(session, 1);
     let refs = this.frames.get(key);
     if (!refs) {
       refs = { bytes, live: 0, stalled: 0 };
@@ -149,9 +177,9 @@ export class WriteGuard<C> {
     this.unsentBytes += bytes;
   }
 
-  private track(conn: C, key: object, bytes: number): PendingWrite {
+  private track(conn: C, key: object, bytes: number, session: object | undefined): PendingWrite {
     const at = this.now();
-    const record: WriteRecord<C> = { conn, key, unsent: bytes, startedAt: at, progressAt: at, stalled: false, abandoned: false };
+    const record: WriteRecord<C> = { conn, key, session, unsent: bytes, startedAt: at, progressAt: at, stalled: false, abandoned: false };
     this.pending.add(record);
     this.sweepTimer ??= setInterval(() => this.sweep(), this.sweepMs).unref();
     let ended = false;
@@ -168,6 +196,7 @@ export class WriteGuard<C> {
           this.removeStalled(r);
           this.addLive(r);
           this.unsentBytes += record.unsent;
+          this.countSession(record.session, 1);
         } else if (taken > 0) {
           this.unsentBytes -= taken;
           this.wake();
@@ -182,6 +211,7 @@ export class WriteGuard<C> {
         else {
           this.removeLive(r);
           this.unsentBytes -= record.unsent;
+          this.countSession(record.session, -1);
         }
         record.unsent = 0;
         if (r.live === 0 && r.stalled === 0) this.frames.delete(record.key);
@@ -236,6 +266,7 @@ export class WriteGuard<C> {
         this.removeLive(r);
         // a client that takes nothing does not hold other clients' writes back
         this.unsentBytes -= rec.unsent;
+        this.countSession(rec.session, -1);
       }
       if (rec.abandoned) {
         if (rec.stalled) dropped.set(this.frames.get(rec.key)!, (dropped.get(this.frames.get(rec.key)!) ?? 0) + 1);
@@ -268,13 +299,18 @@ export class WriteGuard<C> {
     this.onAbandon(rec.conn, reason, idleMs);
   }
 
+  /** Lets waiting writes go in rank order; one whose session has its share is passed over, not waited for. */
   private wake(): void {
-    while (this.waiting.length > 0) {
-      const next = this.waiting[0];
+    for (let i = 0; i < this.waiting.length; ) {
+      const next = this.waiting[i];
+      if (this.sessionFull(next.session)) {
+        i++;
+        continue;
+      }
       if (!this.fits(next.key, next.bytes, true)) return;
-      this.waiting.shift();
-      // counted in now, so the next waiter sees these bytes taken
-      this.reserve(next.key, next.bytes);
+      this.waiting.splice(i, 1);
+      // counted in now, so the next waiter sees these bytes taken (and its session this write)
+      this.reserve(next.key, next.bytes, next.session);
       next.go();
     }
   }

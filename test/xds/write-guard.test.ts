@@ -187,5 +187,39 @@ describe('WriteGuard', () => {
       (await older).end();
       g.close();
     });
+
+    it('writes a few streams of one connection at a time, and passes over its waiting writes to other connections', async () => {
+      const { g } = guard({ maxLiveBytes: 10_000, maxUnsentBytes: 1000, maxWritesPerSession: 2 });
+      const one = {};
+      const two = {};
+      const frame = Buffer.alloc(10);
+      const a1 = await g.admit('a1', frame, 10, undefined, one);
+      const a2 = await g.admit('a2', frame, 10, undefined, one);
+      const order: string[] = [];
+      const a3 = g.admit('a3', frame, 10, undefined, one).then((w) => (order.push('a3'), w));
+      const b1 = g.admit('b1', frame, 10, undefined, two).then((w) => (order.push('b1'), w));
+      await tick();
+      // a3 waits for its connection; b1, behind it in line, goes
+      expect(order).toEqual(['b1']);
+      expect(g.stats()).toMatchObject({ pending: 3, waiting: 1 });
+      a1.end();
+      await tick();
+      expect(order).toEqual(['b1', 'a3']);
+      for (const w of [a2, await a3, await b1]) w.end();
+      expect(g.stats()).toMatchObject({ pending: 0, unsentBytes: 0, waiting: 0 });
+      g.close();
+    });
+
+    it('does not count a stalled write against its connection\'s share', async () => {
+      const { g } = guard({ maxLiveBytes: 10_000, maxUnsentBytes: 1000, maxWritesPerSession: 1 });
+      const one = {};
+      const stuck = await g.admit('stuck', Buffer.alloc(10), 10, undefined, one);
+      const started = Date.now();
+      const next = await g.admit('next', Buffer.alloc(10), 10, undefined, one);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(BOUNDS.stallMs - 5);
+      next.end();
+      stuck.end();
+      g.close();
+    });
   });
 });
