@@ -770,10 +770,8 @@ export class DiscoveryServer {
       // Flow control holds server-initiated pushes only: an answer to the client's own request must not
       // wait for an ACK that is queued behind that request on the same stream.
       const throttled = req !== undefined;
-      const place = rank ?? rankOf(conn, watch);
-      const sent = conn.delta
-        ? await this.sendDelta(conn, watch, resources, model, force, throttled, slot, place, only)
-        : await this.sendSotw(conn, watch, resources, model, force, throttled, slot, place);
+      const send: SendInput = { conn, watch, resources, model, force, throttled, slot, rank: rank ?? rankOf(conn, watch) };
+      const sent = conn.delta ? await this.sendDelta(send, only) : await this.sendSotw(send);
       if (sent) {
         sentTypes.add(typeUrl);
         this.deps.metrics.pushTime.observe({ type: shortType[typeUrl as XdsTypeUrl] }, Number(process.hrtime.bigint() - started) / 1e9);
@@ -851,16 +849,7 @@ export class DiscoveryServer {
     }
   }
 
-  private async sendSotw(
-    conn: Connection,
-    watch: WatchState,
-    resources: ReadonlyArray<EncodedResource>,
-    model: ModelView,
-    force: boolean,
-    throttled: boolean,
-    slot: Slot,
-    rank: number,
-  ): Promise<boolean> {
+  private async sendSotw({ conn, watch, resources, model, force, throttled, slot, rank }: SendInput): Promise<boolean> {
     if (!force && !Connection.changed(watch, resources)) {
       this.unchangedAt(conn, watch, model);
       return false;
@@ -906,17 +895,7 @@ export class DiscoveryServer {
     if (!watch.awaitingAck && watch.nonceAcked === watch.nonceSent) this.observeAck(conn, watch);
   }
 
-  private async sendDelta(
-    conn: Connection,
-    watch: WatchState,
-    resources: ReadonlyArray<EncodedResource>,
-    model: ModelView,
-    force: boolean,
-    throttled: boolean,
-    slot: Slot,
-    rank: number,
-    only?: ReadonlySet<string>,
-  ): Promise<boolean> {
+  private async sendDelta({ conn, watch, resources, model, force, throttled, slot, rank }: SendInput, only?: ReadonlySet<string>): Promise<boolean> {
     const changed = resources.filter((r) => watch.sent.get(r.name) !== r.version);
     const present = new Set(resources.map((r) => r.name));
     const removed: string[] = [];
@@ -956,6 +935,20 @@ export class DiscoveryServer {
     watch.awaitingAck = true;
     return this.delivery.send(conn, frame, type, slot, rank);
   }
+}
+
+/** What a response of one type to one connection is sent from (sendSotw, sendDelta). */
+interface SendInput {
+  readonly conn: Connection;
+  readonly watch: WatchState;
+  readonly resources: ReadonlyArray<EncodedResource>;
+  readonly model: ModelView;
+  readonly force: boolean;
+  /** A server-initiated push: waits for the previous response's ACK under flow control. */
+  readonly throttled: boolean;
+  readonly slot: Slot;
+  /** Place in line of the write (rankOf). */
+  readonly rank: number;
 }
 
 /**
