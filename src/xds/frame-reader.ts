@@ -10,12 +10,8 @@
  * external memory at 2,000 sidecars, allocated below the mmap threshold, where it fragments glibc's
  * heap (measured in ADR 0191).
  *
- * `MessageReader` joins each message once, like grpc-js, and keeps nothing of it afterwards. While a
- * message is incomplete, its pieces are copied into buffers of its own (docs/adr/0200): a view would
- * keep the whole socket read behind it, shared with the pieces of other streams' messages, for as
- * long as the slowest of them takes to complete. In a connect storm of 5,000-service sidecars,
- * whose requests list 15,000 names (0.9 MB) and arrive interleaved on 100 streams per connection,
- * such reads held 315 MB at one moment.
+ * `MessageReader` joins each message once, like grpc-js, and keeps nothing of it afterwards; while a
+ * message is incomplete, a piece that is a small part of a larger shared buffer is copied.
  * `compactReads` puts it in place of grpc-js's decoder of a server call; where the internals are
  * not as expected it leaves the call as it is, which is correct and keeps the views as before.
  */
@@ -23,10 +19,10 @@
 /** Bytes of the gRPC message prefix: compression flag, message length (big-endian uint32). */
 const PREFIX = 5;
 /**
- * Smallest buffer the pieces of an incomplete message are copied into (unless the message needs
- * less): a client trickling its bytes costs a few copies, not one allocation per piece.
+ * A piece of a chunk that is less than this share of the buffer behind it is copied rather than
+ * kept as a view: a few bytes of a stream must not hold a whole socket read shared with others.
  */
-const COPY_BUFFER_MIN = 16 * 1024;
+const VIEW_MIN_SHARE = 4;
 
 /** What grpc-js's server call decodes with: `write(chunk)` returns the complete messages, prefix included. */
 export interface MessageDecoder {
@@ -36,17 +32,14 @@ export interface MessageDecoder {
 /**
  * gRPC length-prefixed messages from a byte stream. Each returned message is one buffer, prefix
  * included (the form grpc-js's server call expects), joined once when its last byte arrives, as
- * grpc-js does. While a message is incomplete its pieces are copied into buffers of its own, at most
- * `COPY_BUFFER_MIN` or the received piece beyond what it received (never what it only announced);
- * a message whole in one chunk is joined from that chunk. Once complete the reader keeps nothing of it.
+ * grpc-js does. While a message is incomplete its pieces are kept (as views, or copied when a view
+ * would hold a much larger buffer); once it is complete the reader keeps nothing of it.
  */
 export class MessageReader implements MessageDecoder {
   private readonly prefix = Buffer.alloc(PREFIX);
   private prefixHave = 0;
-  /** Pieces of the message being read, buffers of its own; undefined between messages. */
+  /** Pieces of the message being read; undefined between messages. */
   private pieces: Buffer[] | undefined;
-  /** Bytes used of the last of `pieces` (the buffer being filled). */
-  private lastUsed = 0;
   private have = 0;
   private length = 0;
 
@@ -74,19 +67,11 @@ export class MessageReader implements MessageDecoder {
           throw new Error(`a request message of ${this.length} bytes is larger than the limit of ${this.maxMessageBytes} bytes (MESH_GPRC_MAXRECVMSGSIZE)`);
         }
         this.pieces = [];
-        this.lastUsed = 0;
         this.have = 0;
       } else {
         const n = Math.min(this.length - this.have, data.length - at);
         const piece = data.subarray(at, at + n);
-        if (this.have + n === this.length) {
-          // the last piece: joined below with the others, in one copy, and not kept
-          const last = this.pieces.length - 1;
-          if (last >= 0) this.pieces[last] = this.pieces[last].subarray(0, this.lastUsed);
-          this.pieces.push(piece);
-        } else {
-          this.copyIn(piece);
-        }
+        this.pieces.push(piece.length * VIEW_MIN_SHARE < piece.buffer.byteLength ? Buffer.from(piece) : piece);
         this.have += n;
         at += n;
       }
@@ -96,25 +81,6 @@ export class MessageReader implements MessageDecoder {
       }
     }
     return out;
-  }
-
-  /** Copies a piece of the incomplete message into its own buffers. */
-  private copyIn(piece: Buffer): void {
-    const pieces = this.pieces!;
-    let from = 0;
-    while (from < piece.length) {
-      let buf = pieces[pieces.length - 1];
-      if (buf === undefined || this.lastUsed === buf.length) {
-        // what the message still needs, and at most what arrived or the minimum (not what it announced)
-        const needs = this.length - this.have - from;
-        buf = Buffer.allocUnsafeSlow(Math.min(needs, Math.max(COPY_BUFFER_MIN, piece.length - from)));
-        pieces.push(buf);
-        this.lastUsed = 0;
-      }
-      const n = piece.copy(buf, this.lastUsed, from);
-      this.lastUsed += n;
-      from += n;
-    }
   }
 }
 

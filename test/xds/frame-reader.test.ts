@@ -67,20 +67,6 @@ describe('MessageReader', () => {
     expect(out[0].equals(framed(pattern(1000, 1)))).toBe(true);
   });
 
-  it('copies every piece of an incomplete message, however large a share of its read it is (docs/adr/0200)', () => {
-    const r = new MessageReader(-1);
-    const message = framed(pattern(50_000, 7));
-    // a 64 KiB socket read of which this stream's frame is 20 KB; the rest is other streams' frames
-    const read = Buffer.alloc(64 * 1024);
-    message.copy(read, 1000, 0, 20_000);
-    expect(r.write(read.subarray(1000, 21_000))).toEqual([]);
-    expect(r.heldBytes).toBe(20_000 - 5);
-    read.fill(0xee); // the session reuses or frees the read; the message must not depend on it
-    const out = r.write(message.subarray(20_000));
-    expect(out).toHaveLength(1);
-    expect(out[0].equals(message)).toBe(true);
-  });
-
   it('holds about what a client sent of a large announced message, not what it announced', () => {
     const r = new MessageReader(-1);
     const prefix = Buffer.alloc(5);
