@@ -18,7 +18,7 @@ import type { EncodedResource, ResourceCache } from './cache.js';
 import { Connection, changedResources, generatorNames, listVersion, newWatch, type ResponseWriter, type WatchState } from './connection.js';
 import type { GeneratorSet, GeneratorSettings } from './generators/types.js';
 import type { ListenerConflicts } from './generators/sidecar.js';
-import { Limiter, type Slot } from './limiter.js';
+import { Limiter, nextRank, type Slot } from './limiter.js';
 import { Delivery, type DeliveryOptions } from './delivery.js';
 import { PushQueue } from './push-queue.js';
 import { RequestBacklog, type BacklogBounds, type BacklogStats, type Readable } from './request-backlog.js';
@@ -334,6 +334,7 @@ export class DiscoveryServer {
     }, firstRequestMs).unref();
     const writer: ResponseWriter = {
       direct: out.direct,
+      session: out.session,
       write: (frame, progress) =>
         new Promise<void>((resolve, reject) => {
           if (ended) return reject(new Error('stream closed'));
@@ -607,7 +608,8 @@ export class DiscoveryServer {
       const kind = this.track(conn, known, req.nonce, undefined);
       if (kind === 'initial') {
         known.resendAll = true; // a request without a nonce knows nothing: answer with everything
-        await this.requestLimiter.run((slot) => this.pushTypes(conn, [known.typeUrl], undefined, true, slot));
+        const rank = rankOf(conn, known);
+        await this.requestLimiter.run((slot) => this.pushTypes(conn, [known.typeUrl], undefined, true, slot, undefined, rank), rank);
       }
       return;
     }
@@ -632,7 +634,8 @@ export class DiscoveryServer {
     if (kind === 'initial' || namesChanged) {
       // A changed subscription is always answered, even when the resulting set is unchanged, so a
       // client asking for a name that does not exist learns it at once instead of waiting on a timer.
-      await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot));
+      const rank = rankOf(conn, watch);
+      await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, undefined, rank), rank);
     }
   }
 
@@ -663,7 +666,8 @@ export class DiscoveryServer {
     if (first || !watch.names) {
       // a first subscription by name is answered like any later one: what exists, and what does not
       const only = watch.names && generatorNames(conn, watch);
-      if (first) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, only));
+      const rank = rankOf(conn, watch);
+      if (first) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, only, rank), rank);
       return;
     }
     // Work proportional to the change (issue 15): the subscription is edited in place, an
@@ -693,7 +697,8 @@ export class DiscoveryServer {
     for (const n of added) names.add(intern(n));
     watch.namesByteCount = bytes + addedBytes;
     if (added.size > 0) watch.namesView = undefined;
-    if (added.size > 0) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, added));
+    const rank = rankOf(conn, watch);
+    if (added.size > 0) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, added, rank), rank);
   }
 
   /**
@@ -746,9 +751,18 @@ export class DiscoveryServer {
   /**
    * Generate and send the given types to one connection, skipping types whose content is unchanged.
    * Generation holds `slot`; waiting on the client (flow control, the write) does not. `only`
-   * (delta, one type): the names just subscribed; only they are generated and sent.
+   * (delta, one type): the names just subscribed; only they are generated and sent. `rank`: the
+   * writes' place in line (an answer's, or a fresh one per type for a push).
    */
-  private async pushTypes(conn: Connection, types: ReadonlyArray<string>, req: PushRequest | undefined, force: boolean, slot: Slot, only?: ReadonlySet<string>): Promise<void> {
+  private async pushTypes(
+    conn: Connection,
+    types: ReadonlyArray<string>,
+    req: PushRequest | undefined,
+    force: boolean,
+    slot: Slot,
+    only?: ReadonlySet<string>,
+    rank?: number,
+  ): Promise<void> {
     const model = this.deps.model();
     const generators = this.deps.generatorsFor(conn.proxy);
     const sentTypes = new Set<string>();
@@ -781,9 +795,8 @@ export class DiscoveryServer {
       // Flow control holds server-initiated pushes only: an answer to the client's own request must not
       // wait for an ACK that is queued behind that request on the same stream.
       const throttled = req !== undefined;
-      const sent = conn.delta
-        ? await this.sendDelta(conn, watch, resources, model, force, throttled, slot, only)
-        : await this.sendSotw(conn, watch, resources, model, force, throttled, slot);
+      const send: SendInput = { conn, watch, resources, model, force, throttled, slot, rank: rank ?? rankOf(conn, watch) };
+      const sent = conn.delta ? await this.sendDelta(send, only) : await this.sendSotw(send);
       if (sent) {
         sentTypes.add(typeUrl);
         this.deps.metrics.pushTime.observe({ type: shortType[typeUrl as XdsTypeUrl] }, Number(process.hrtime.bigint() - started) / 1e9);
@@ -857,7 +870,7 @@ export class DiscoveryServer {
     }
   }
 
-  private async sendSotw(conn: Connection, watch: WatchState, resources: ReadonlyArray<EncodedResource>, model: ModelView, force: boolean, throttled: boolean, slot: Slot): Promise<boolean> {
+  private async sendSotw({ conn, watch, resources, model, force, throttled, slot, rank }: SendInput): Promise<boolean> {
     if (!force && !Connection.changed(watch, resources)) {
       this.unchangedAt(conn, watch, model);
       return false;
@@ -888,7 +901,7 @@ export class DiscoveryServer {
     watch.resendAll = false;
     watch.lastSentAt = Date.now();
     watch.awaitingAck = true;
-    return this.delivery.send(conn, frame, type, slot);
+    return this.delivery.send(conn, frame, type, slot, rank);
   }
 
   /**
@@ -903,16 +916,7 @@ export class DiscoveryServer {
     if (!watch.awaitingAck && watch.nonceAcked === watch.nonceSent) this.observeAck(conn, watch);
   }
 
-  private async sendDelta(
-    conn: Connection,
-    watch: WatchState,
-    resources: ReadonlyArray<EncodedResource>,
-    model: ModelView,
-    force: boolean,
-    throttled: boolean,
-    slot: Slot,
-    only?: ReadonlySet<string>,
-  ): Promise<boolean> {
+  private async sendDelta({ conn, watch, resources, model, force, throttled, slot, rank }: SendInput, only?: ReadonlySet<string>): Promise<boolean> {
     const changed = resources.filter((r) => watch.sent.get(r.name) !== r.version);
     const present = new Set(resources.map((r) => r.name));
     const removed: string[] = [];
@@ -950,8 +954,31 @@ export class DiscoveryServer {
     for (const n of removed) watch.sent.delete(n);
     watch.lastSentAt = Date.now();
     watch.awaitingAck = true;
-    return this.delivery.send(conn, frame, type, slot);
+    return this.delivery.send(conn, frame, type, slot, rank);
   }
+}
+
+/** What a response of one type to one connection is sent from (sendSotw, sendDelta). */
+interface SendInput {
+  readonly conn: Connection;
+  readonly watch: WatchState;
+  readonly resources: ReadonlyArray<EncodedResource>;
+  readonly model: ModelView;
+  readonly force: boolean;
+  /** A server-initiated push: waits for the previous response's ACK under flow control. */
+  readonly throttled: boolean;
+  readonly slot: Slot;
+  /** Place in line of the write (rankOf). */
+  readonly rank: number;
+}
+
+/**
+ * The place in line of a response of `watch`'s type (docs/adr/0200): until the client has ACKed the
+ * type once, it is part of the connection's initial configuration and goes with the connection's
+ * rank (older connections are configured first); afterwards, a fresh rank (in the order asked).
+ */
+function rankOf(conn: Connection, watch: WatchState): number {
+  return watch.nonceAcked === '' ? conn.rank : nextRank();
 }
 
 /**

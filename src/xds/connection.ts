@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Proxy } from '../model/proxy.js';
 import type { EncodedResource } from './cache.js';
 import type { GrpcFrame } from './wire.js';
+import { nextRank } from './limiter.js';
 import type { ListenerConflicts } from './generators/sidecar.js';
 
 /** What one connection watches of one type, and where its ACKs stand. */
@@ -68,8 +69,10 @@ export function generatorNames(conn: { readonly delta: boolean }, watch: WatchSt
 export interface ResponseWriter {
   /** Frames are written as they are, not copied per connection (frame-writer.ts). */
   readonly direct: boolean;
-  /** `progress` is called each time the transport took part of the frame. */
-  write(frame: GrpcFrame, progress?: () => void): Promise<void>;
+  /** The HTTP/2 session (connection) of the stream, when known (write-guard.ts maxWritesPerSession). */
+  readonly session?: object;
+  /** `progress` is called each time the transport took part of the frame, with the bytes it took. */
+  write(frame: GrpcFrame, progress?: (bytes: number) => void): Promise<void>;
   /** Ends the stream with a gRPC status, after the frames already written. */
   close(code: number, message: string): void;
   /** Ends the stream at once, dropping frames the client has not taken (a client that takes nothing). */
@@ -119,6 +122,11 @@ export function changedResources(prev: ReadonlyArray<EncodedResource>, next: Rea
 export class Connection {
   readonly id: string;
   readonly connectedAt = Date.now();
+  /**
+   * Place in line of this connection's initial configuration (limiter.ts nextRank): the responses of
+   * a type it has not ACKed yet go before those of connections opened later (docs/adr/0200).
+   */
+  readonly rank = nextRank();
   readonly watches = new Map<string, WatchState>();
   /** Start time of the change the most recent push carried, until all its responses are ACKed. */
   pendingConvergence?: { start: number; types: Set<string> };

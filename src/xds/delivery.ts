@@ -8,6 +8,10 @@
  * taking its bytes therefore costs no slot; once stalled its frame no longer counts against the
  * budget either; and past a bound it loses its stream, counted in disc_xds_write_timeout. With
  * DISC_XDS_SEND_TIMEOUT set, a write not done within it loses the stream too, as before.
+ *
+ * A second budget counts what streams have been handed and their clients have not taken, per write
+ * (docs/adr/0200): a connect storm writes to a bounded number of streams at a time, each of which
+ * finishes quickly, instead of to all of them at once.
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -22,6 +26,14 @@ import { GRPC_PREFIX_BYTES, type GrpcFrame } from './wire.js';
 export const DELIVERY_DEFAULTS: Omit<WriteGuardOptions, 'sendTimeoutMs'> = {
   // response bytes being written at once, each frame counted once however many streams it goes to
   maxLiveBytes: 64 * 1024 * 1024,
+  // response bytes handed to streams and not taken yet, each stream's write counted on its own
+  // (docs/adr/0200): about 28 first responses of a 5,000-service sidecar (9 MB of clusters) at once,
+  // instead of 2,000 interleaved by HTTP/2 until all of them finish together
+  maxUnsentBytes: 256 * 1024 * 1024,
+  // streams of one connection share its socket: a few at a time each finish quickly, where 100
+  // interleaved ones each wait so long between chunks that they look stalled (a proxy has a
+  // connection of its own and never meets this; a client multiplexing many proxies does)
+  maxWritesPerSession: 4,
   // a client on loopback or a LAN takes a chunk within milliseconds; one that took nothing for half
   // a second no longer counts against the budget
   stallMs: 500,
@@ -67,15 +79,16 @@ export class Delivery {
 
   /**
    * Writes `frame` to `conn`. Call with `slot` held: the slot is given back once the frame is
-   * admitted, before the client takes the bytes. Resolves true when the transport took the frame.
+   * admitted, before the client takes the bytes. `rank` is its place in line (limiter.ts nextRank).
+   * Resolves true when the transport took the frame.
    */
-  async send(conn: Connection, frame: GrpcFrame, type: string, slot: Slot): Promise<boolean> {
+  async send(conn: Connection, frame: GrpcFrame, type: string, slot: Slot, rank: number): Promise<boolean> {
     // a shared frame written as it is costs its bytes once; a copying write costs its own
-    const pending = await this.guard.admit(conn, conn.writer.direct ? frame : {}, frame.length);
+    const pending = await this.guard.admit(conn, conn.writer.direct ? frame : {}, frame.length, rank, conn.writer.session);
     slot.release();
     const started = process.hrtime.bigint();
     try {
-      await conn.writer.write(frame, () => pending.progress());
+      await conn.writer.write(frame, (bytes) => pending.progress(bytes));
     } catch {
       this.metrics.xdsPushes.inc({ type: `${type}_senderr` });
       return false;

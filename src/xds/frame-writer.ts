@@ -26,8 +26,10 @@ export type WriteDone = (err?: Error | null) => void;
 export interface FrameWriter {
   /** True when frames go to the HTTP/2 stream as they are (no copy). */
   readonly direct: boolean;
-  /** `done` once the transport took the whole frame (or failed); `progress` each time it took a part. */
-  write(frame: GrpcFrame, done: WriteDone, progress?: () => void): void;
+  /** The HTTP/2 session (connection) the stream belongs to, when known: its streams share one socket. */
+  readonly session?: object;
+  /** `done` once the transport took the whole frame (or failed); `progress` each time it took a part, with its bytes. */
+  write(frame: GrpcFrame, done: WriteDone, progress?: (bytes: number) => void): void;
   /**
    * Ends the stream at once (HTTP/2 RST_STREAM): frames not taken yet are dropped and their writes
    * fail. For a client that takes nothing, whom a status behind its unread frames would never reach.
@@ -40,7 +42,7 @@ export const WRITE_CHUNK_BYTES = 256 * 1024;
 
 /** What grpc-js 1.10–1.14's BaseServerInterceptingCall offers (not part of its typed API). */
 interface BaseCall {
-  stream: { write(chunk: Buffer, cb: (err?: Error | null) => void): boolean; respond: unknown; close(code?: number): void };
+  stream: { write(chunk: Buffer, cb: (err?: Error | null) => void): boolean; respond: unknown; close(code?: number): void; session?: unknown };
   maybeSendMetadata(): void;
   checkCancelled(): boolean;
   callEventTracker?: { addMessageSent?: () => void } | null;
@@ -60,8 +62,10 @@ export function frameWriter(call: ServerDuplexStream<Buffer, Buffer>, opts: { al
   if (!base) {
     return { direct: false, write: (frame, done) => void call.write(frameMessage(frame), done), abort: () => void call.destroy() };
   }
+  const session = base.stream.session;
   return {
     direct: true,
+    session: typeof session === 'object' && session !== null ? session : undefined,
     write: (frame, done, progress) => {
       if (base.checkCancelled()) {
         done(new Error('call cancelled'));
@@ -81,7 +85,7 @@ export function frameWriter(call: ServerDuplexStream<Buffer, Buffer>, opts: { al
             return;
           }
           if (--left > 0) {
-            progress?.();
+            progress?.(chunk.length);
             return;
           }
           base.callEventTracker?.addMessageSent?.();

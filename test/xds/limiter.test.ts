@@ -1,5 +1,5 @@
 /** Slots of the answer limiter: a task gives its slot back while it waits on a client. */
-import { Limiter } from '../../src/xds/limiter.js';
+import { Limiter, nextRank } from '../../src/xds/limiter.js';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
@@ -71,5 +71,28 @@ describe('Limiter', () => {
     ).rejects.toThrow('stream closed');
     expect(limiter.active).toBe(0);
     await expect(limiter.run(async () => 'sent')).resolves.toBe('sent');
+  });
+
+  it('gives a free slot to the waiting task of the smallest rank, equal ranks in arrival order (docs/adr/0200)', async () => {
+    const limiter = new Limiter(1);
+    const started: string[] = [];
+    const gate = deferred();
+    const early = nextRank(); // taken first, as a connection's rank is when it opens
+    const first = limiter.run(async () => {
+      started.push('running');
+      await gate.promise;
+    });
+    await tick();
+    const later = [nextRank(), nextRank()];
+    const waiting = [
+      limiter.run(async () => void started.push('later-1'), later[0]),
+      limiter.run(async () => void started.push('later-0'), later[1]),
+      limiter.run(async () => void started.push('early-a'), early),
+      limiter.run(async () => void started.push('early-b'), early),
+      limiter.run(async () => void started.push('fresh')),
+    ];
+    gate.resolve();
+    await Promise.all([first, ...waiting]);
+    expect(started).toEqual(['running', 'early-a', 'early-b', 'later-1', 'later-0', 'fresh']);
   });
 });
