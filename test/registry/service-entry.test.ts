@@ -3,7 +3,8 @@
  * (docs/adr/0163): a file of many ServiceEntries is one registry event, and an edit of one
  * of them reports that host only and keeps every other service and endpoint object.
  */
-import { parseConfigDocuments } from '../../src/config/parse.js';
+import { parseConfigDocuments, parseConfigObject } from '../../src/config/parse.js';
+import type { ConfigObject } from '../../src/config/types.js';
 import { MemoryConfigStore } from '../../src/config/store.js';
 import type { RegistryEvent } from '../../src/model/registry.js';
 import { ServiceEntryRegistry } from '../../src/registry/service-entry.js';
@@ -75,5 +76,46 @@ describe('ServiceEntryRegistry', () => {
     expect(events[1].servicesChanged).toBe(true);
     expect(events[1].endpointHosts).toHaveLength(N);
     expect(registry.services()).toEqual([]);
+  });
+
+  describe('a ServiceEntry of 100,000 endpoints (computed over turns, docs/adr/0204)', () => {
+    /** Validated as a document is, without the YAML reader's time for 100,000 endpoints. */
+    const huge = (name: string, n: number): ConfigObject => {
+      const r = parseConfigObject(
+        {
+          apiVersion: 'networking.mesh.io/v1',
+          kind: 'ServiceEntry',
+          metadata: { name, namespace: 'default' },
+          spec: { hosts: ['huge.example.com'], location: 'MESH_INTERNAL', resolution: 'STATIC', ports: [{ number: 80, name: 'http', protocol: 'HTTP' }], endpoints: Array.from({ length: n }, (_, k) => ({ address: `10.${k >> 16}.${(k >> 8) & 255}.${k & 255}` })) },
+        },
+        'huge.yaml#0',
+        'default',
+      );
+      if ('issues' in r) throw new Error(JSON.stringify(r.issues));
+      return r;
+    };
+
+    it('serves the previous view until the new one is complete, then reports it once', async () => {
+      const { store, registry, events, load } = setup();
+      load(file());
+      store.applySource('huge.yaml', [huge('huge', 100_000)]);
+      // the store has it; the registry still serves what it had
+      expect(registry.services()).toHaveLength(N);
+      expect(events).toHaveLength(1);
+      await registry.computed();
+      expect(events).toHaveLength(2);
+      expect(events[1]).toEqual({ registry: 'ServiceEntry', servicesChanged: true, endpointHosts: ['huge.example.com'] });
+      const svc = registry.services().find((s) => s.hostname === 'huge.example.com');
+      expect(registry.endpoints(svc!)).toHaveLength(100_000);
+    });
+
+    it('lets a later change overtake one still being computed', async () => {
+      const { store, registry, events } = setup();
+      store.applySource('huge.yaml', [huge('huge', 100_000)]);
+      store.applySource('huge.yaml', [huge('huge', 99_999)]);
+      await registry.computed();
+      expect(events).toHaveLength(1);
+      expect(registry.endpoints(registry.services()[0])).toHaveLength(99_999);
+    });
   });
 });

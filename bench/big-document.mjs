@@ -1,0 +1,210 @@
+#!/usr/bin/env node
+/**
+ * One huge configuration document loaded into a running daemon (issue 15, docs/adr/0183, 0204): a
+ * ServiceEntry of N endpoints (default 200,000: 12.6 MB of YAML) written into the config directory
+ * of `mesh-discovery discovery` while the bench watches
+ *   - the daemon's own longest event-loop stall (ControlZ `/loopj` `delayMs.max`, read before the
+ *     write and every second until the object is in the model: each read returns the maximum since
+ *     the window's last reset, which only a read can do, so no stall is missed);
+ *   - the longest `GET /ready` round trip, polled back to back from this process;
+ *   - the peak RSS of the daemon process (main thread and the parse worker), sampled every 50 ms;
+ *   - the load time (write until push_status counts every endpoint).
+ *
+ *   node bench/big-document.mjs [options]          (use the pinned Node: node_modules/.bin/node)
+ *
+ *   --endpoints N       endpoints of the ServiceEntry (default 200000)
+ *   --format yaml|json  how the document is written (default yaml; json: a .json file)
+ *   --runs N            loads to measure, each into a new daemon (default 1)
+ *   --daemon-repo DIR   measure the daemon built in DIR/dist (default this checkout)
+ *   --cpu-prof DIR      run the daemon with `node --cpu-prof --cpu-prof-dir DIR`
+ *
+ * The machine's load (load average, printed with each row) changes every figure here; say it.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const argv = process.argv.slice(2);
+let endpoints = 200_000;
+let format = 'yaml';
+let runs = 1;
+let daemonRepo = root;
+let cpuProfDir;
+for (let i = 0; i < argv.length; i++) {
+  const next = () => {
+    const v = argv[++i];
+    if (v === undefined) usage(`${argv[i - 1]} needs a value`);
+    return v;
+  };
+  switch (argv[i]) {
+    case '--endpoints': endpoints = Number(next()); break;
+    case '--format': format = next(); break;
+    case '--runs': runs = Number(next()); break;
+    case '--daemon-repo': daemonRepo = path.resolve(next()); break;
+    case '--cpu-prof': cpuProfDir = path.resolve(next()); break;
+    default: usage(`unknown option ${JSON.stringify(argv[i])}`);
+  }
+}
+if (!Number.isInteger(endpoints) || endpoints < 1) usage('--endpoints: expected a whole number of at least 1');
+if (format !== 'yaml' && format !== 'json') usage('--format: expected yaml or json');
+if (!Number.isInteger(runs) || runs < 1) usage('--runs: expected a whole number of at least 1');
+const entry = path.join(daemonRepo, 'dist', 'cli', 'mesh-discovery.js');
+if (!fs.existsSync(entry)) {
+  console.error(`${entry} is missing: build first with npm run build`);
+  process.exit(1);
+}
+
+function usage(message) {
+  console.error(`big-document: ${message} (see the comment at the top of bench/big-document.mjs)`);
+  process.exit(2);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function getJson(url) {
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`GET ${url}: ${res.status}`);
+  return res.json();
+}
+
+async function waitReady(url, child, timeoutMs) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode} before it was ready`);
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > until) throw new Error(`daemon not ready at ${url} within ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+function rssOf(pid) {
+  const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+/** The document: one ServiceEntry, as test/robust/event-loop-stalls.test.ts writes it. */
+function hugeDocument() {
+  const eps = Array.from({ length: endpoints }, (_, k) => ({ address: `10.${100 + ((k >> 16) & 255)}.${(k >> 8) & 255}.${k & 255}`, labels: { version: `v${(k % 2) + 1}` } }));
+  const object = {
+    apiVersion: 'networking.mesh.io/v1',
+    kind: 'ServiceEntry',
+    metadata: { name: 'huge', namespace: 'ns-0' },
+    spec: { hosts: ['huge.ns-0.svc.cluster.local'], addresses: ['240.251.0.1'], location: 'MESH_INTERNAL', resolution: 'STATIC', ports: [{ number: 8080, name: 'http', protocol: 'HTTP' }], endpoints: eps },
+  };
+  return format === 'json' ? JSON.stringify(object) : stringify(object);
+}
+
+const text = hugeDocument();
+const MiB = (b) => (b / 2 ** 20).toFixed(0);
+console.log(`big-document: ${path.relative(process.cwd(), entry) || entry}, ${endpoints} endpoints, ${format} ${(text.length / 1e6).toFixed(1)} MB, node ${process.version}`);
+console.log('run  load s  daemon longest stall ms  longest /ready ms (answered)  peak RSS MiB  load average');
+
+for (let run = 1; run <= runs; run++) {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mesh-bigdoc-'));
+  const configDir = path.join(work, 'config');
+  fs.mkdirSync(configDir);
+  const [grpc, http, monitoring, ctrlz] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const daemon = spawn(
+    process.execPath,
+    [
+      ...(cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : []),
+      entry, 'discovery',
+      '--registries', 'Mock',
+      '--configDir', configDir,
+      '--meshConfig', path.join(work, 'none.yaml'),
+      '--grpcAddr', `127.0.0.1:${grpc}`,
+      '--httpsAddr', '',
+      '--httpAddr', `127.0.0.1:${http}`,
+      '--monitoringAddr', `127.0.0.1:${monitoring}`,
+      '--ctrlz_address', '127.0.0.1',
+      '--ctrlz_port', String(ctrlz),
+      '--shutdownDuration', '1s',
+    ],
+    { cwd: work, env: { ...process.env, ENABLE_CA_SERVER: 'false' }, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  daemon.stderr.on('data', (d) => (stderr = (stderr + d).slice(-20_000)));
+  try {
+    await waitReady(`http://127.0.0.1:${monitoring}/ready`, daemon, 60_000);
+    await sleep(2000);
+    const loopj = () => getJson(`http://127.0.0.1:${ctrlz}/loopj`);
+    const before = (await loopj()).delayMs.max;
+    let stallMs = 0;
+    let peak = 0;
+    const rssTimer = setInterval(() => {
+      try {
+        peak = Math.max(peak, rssOf(daemon.pid));
+      } catch {
+        /* gone */
+      }
+    }, 50);
+    let probing = true;
+    let longestReady = 0;
+    let answered = 0;
+    const probe = (async () => {
+      while (probing) {
+        const t0 = performance.now();
+        const ok = await fetch(`http://127.0.0.1:${monitoring}/ready`).then((r) => r.ok, () => false);
+        longestReady = Math.max(longestReady, performance.now() - t0);
+        if (ok) answered++;
+        await sleep(5);
+      }
+    })();
+    const t0 = performance.now();
+    const file = path.join(configDir, `huge.${format}`);
+    fs.writeFileSync(`${file}.tmp`, text);
+    fs.renameSync(`${file}.tmp`, file);
+    let loadS = NaN;
+    let lastLoop = Date.now();
+    for (const until = Date.now() + 300_000; Date.now() < until; ) {
+      if (daemon.exitCode !== null) throw new Error(`daemon exited with ${daemon.exitCode}`);
+      if (Date.now() - lastLoop >= 1000) {
+        stallMs = Math.max(stallMs, (await loopj()).delayMs.max);
+        lastLoop = Date.now();
+      }
+      const st = await getJson(`http://127.0.0.1:${http}/debug/push_status`).catch(() => undefined);
+      if (st && st.endpoints >= endpoints) {
+        loadS = (performance.now() - t0) / 1000;
+        break;
+      }
+      await sleep(50);
+    }
+    // what the model does after push_status counts the endpoints (the push itself) counts too
+    await sleep(1000);
+    stallMs = Math.max(stallMs, (await loopj()).delayMs.max);
+    probing = false;
+    await probe;
+    clearInterval(rssTimer);
+    console.log(
+      `${String(run).padEnd(4)} ${loadS.toFixed(1).padStart(6)}  ${stallMs.toFixed(0).padStart(8)} (before the write ${before.toFixed(0)})` +
+        `  ${longestReady.toFixed(0).padStart(10)} (${answered})  ${MiB(peak).padStart(12)}  ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`,
+    );
+  } catch (err) {
+    console.error(`run ${run}: ${err instanceof Error ? err.message : String(err)}\n${stderr}`);
+    process.exitCode = 1;
+  } finally {
+    daemon.kill('SIGTERM');
+    await new Promise((r) => (daemon.exitCode !== null ? r() : daemon.once('exit', r)));
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
