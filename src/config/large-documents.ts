@@ -63,13 +63,13 @@ function workerScript(): URL {
 let queue: Promise<unknown> = Promise.resolve();
 
 /** Parses `job` in a worker thread, one job at a time. */
-export function inWorker(job: object, limits: LargeDocumentLimits = {}): Promise<WorkerAnswer> {
-  const run = queue.then(() => runWorker(job, limits));
+export function inWorker(job: object, limits: LargeDocumentLimits = {}, transfer: ArrayBuffer[] = []): Promise<WorkerAnswer> {
+  const run = queue.then(() => runWorker(job, limits, transfer));
   queue = run.catch(() => undefined);
   return run;
 }
 
-function runWorker(job: object, limits: LargeDocumentLimits): Promise<WorkerAnswer> {
+function runWorker(job: object, limits: LargeDocumentLimits, transfer: ArrayBuffer[]): Promise<WorkerAnswer> {
   const timeoutMs = limits.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const heapMb = Math.max(MIN_HEAP_MB, limits.maxHeapMb ?? DEFAULT_HEAP_MB);
   return new Promise<WorkerAnswer>((resolve, reject) => {
@@ -89,6 +89,6 @@ function runWorker(job: object, limits: LargeDocumentLimits): Promise<WorkerAnsw
       finish({ error: err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `parsing needed more than the parser's ${heapMb} MiB of memory and was stopped` : `the parser failed: ${err.message}` }),
     );
     worker.on('exit', (code) => finish({ error: `the parser stopped (exit code ${code}) without an answer` }));
-    worker.postMessage(job);
+    worker.postMessage(job, transfer);
   });
 }

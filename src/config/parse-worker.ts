@@ -8,12 +8,12 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { packJson } from '../util/packed-json.js';
-import { parseDocumentJob, type DocumentJob, type DocumentResult } from './parse.js';
+import { parseDocumentJob, type DocumentResult, type WorkerJob } from './parse.js';
 import { contentHash } from './store.js';
 import type { PackedResults } from './large-documents.js';
 
-parentPort?.on('message', (job: DocumentJob) => {
-  const parsed = parseDocumentJob(job);
+parentPort?.on('message', ({ bytes, ...job }: WorkerJob) => {
+  const parsed = parseDocumentJob({ ...job, text: new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes) });
   if (parsed === 'unsplittable') {
     parentPort?.postMessage({ unsplittable: true });
     return;

@@ -13,6 +13,7 @@ import { CONFIG_KINDS, kindByName, type KindDefinition } from './kinds.js';
 import type { ConfigMeta, ConfigObject, ConfigRejection, FieldIssue } from './types.js';
 import { yieldPoint } from '../util/cooperative.js';
 import { unpackYielding } from '../util/packed-json.js';
+import { encodeUtf8Yielding } from '../util/yielding-bytes.js';
 import { inWorker, LARGE_DOCUMENT_CHARS, LargeDocumentError, type LargeDocumentLimits } from './large-documents.js';
 import { seedContentHash } from './store.js';
 import { isRecord } from '../util/record.js';
@@ -57,7 +58,7 @@ export async function parseConfigDocumentsYielding(
   cache: DocumentCache = new Map(),
   limits: LargeDocumentLimits = {},
 ): Promise<ParseResult> {
-  const pieces = splitDocuments(text);
+  const pieces = await splitDocumentsYielding(text);
   let results: DocumentResult[] | undefined;
   if (pieces) {
     results = [];
@@ -94,6 +95,9 @@ export interface DocumentJob {
   readonly defaultNamespace: string;
   readonly whole: boolean;
 }
+
+/** A job as posted to the worker: the text as UTF-8 bytes. */
+export type WorkerJob = Omit<DocumentJob, 'text'> & { readonly bytes: Uint8Array };
 
 /** The worker's side of a job: the results of the document(s), or 'unsplittable' when the piece is not exactly one document. */
 export function parseDocumentJob(job: DocumentJob): DocumentResult[] | 'unsplittable' {
@@ -160,7 +164,12 @@ async function parseLarge(job: DocumentJob, limits: LargeDocumentLimits): Promis
 async function parseLarge(job: DocumentJob, limits: LargeDocumentLimits): Promise<DocumentResult[] | 'unsplittable'> {
   let answer;
   try {
-    answer = await inWorker(job, limits);
+    // the text goes as UTF-8 bytes, encoded over turns, in a buffer the worker takes over (posted as
+    // a string, it is copied in one piece on this thread; docs/adr/0204)
+    const { text, ...rest } = job;
+    const bytes = await encodeUtf8Yielding(text);
+    const message: WorkerJob = { ...rest, bytes };
+    answer = await inWorker(message, limits, [bytes.buffer]);
   } catch (err) {
     if (!(err instanceof LargeDocumentError)) throw err;
     // no kind or name known: the file source keeps every object of the file's last good version
@@ -321,6 +330,27 @@ function refill(cache: DocumentCache, next: DocumentCache): void {
  * at closely once a document has content, so a text of many megabytes splits in a few milliseconds.
  */
 function splitDocuments(text: string): Array<{ text: string; line: number }> | undefined {
+  const steps = splitSteps(text);
+  let r = steps.next();
+  while (!r.done) r = steps.next();
+  return r.value;
+}
+
+/** As splitDocuments, yielding the loop every SPLIT_STEP_LINES lines (a file of 12 MB has 400,000). */
+async function splitDocumentsYielding(text: string): Promise<Array<{ text: string; line: number }> | undefined> {
+  const steps = splitSteps(text);
+  let r = steps.next();
+  while (!r.done) {
+    const turn = yieldPoint();
+    if (turn) await turn;
+    r = steps.next();
+  }
+  return r.value;
+}
+
+const SPLIT_STEP_LINES = 1 << 15;
+
+function* splitSteps(text: string): Generator<void, Array<{ text: string; line: number }> | undefined, void> {
   const starts: Array<{ pos: number; line: number }> = [{ pos: 0, line: 0 }];
   /** The current document has content (or its `---`): the next marker starts another one. */
   let content = false;
@@ -332,6 +362,7 @@ function splitDocuments(text: string): Array<{ text: string; line: number }> | u
   let pending: { pos: number; line: number } | undefined;
   let line = 0;
   for (let pos = 0; pos <= text.length; line++) {
+    if (line % SPLIT_STEP_LINES === SPLIT_STEP_LINES - 1) yield;
     let end = text.indexOf('\n', pos);
     if (end < 0) end = text.length;
     const c = text.charCodeAt(pos);

@@ -20,7 +20,7 @@ type WorkloadEntrySpec = WorkloadEntry;
 /** Endpoints computed (or compared) between two looks at the clock. */
 const STEP_ENDPOINTS = 2048;
 /** Steps a change is computed in synchronously before the rest goes over turns: a change of fewer endpoints never leaves its turn. */
-const SYNC_STEPS = 8;
+const SYNC_STEPS = 4;
 
 /** The computation of one change: yields between steps of about STEP_ENDPOINTS endpoints, returns the new view. */
 type Steps = Generator<void, View, void>;
