@@ -19,6 +19,10 @@
  *   --runs N            loads to measure, each into a new daemon (default 1)
  *   --daemon-repo DIR   measure the daemon built in DIR/dist (default this checkout)
  *   --cpu-prof DIR      run the daemon with `node --cpu-prof --cpu-prof-dir DIR`
+ *   --parse-only        no daemon: parse the document in the parse worker of DIR/dist (the daemon's
+ *                       own large-documents.js) from this process, and print how long that took
+ *                       and the peak RSS of this process over what it was before (the worker's
+ *                       memory, the answer not yet unpacked)
  *
  * The machine's load (load average, printed with each row) changes every figure here; say it.
  */
@@ -27,7 +31,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -37,6 +41,7 @@ let format = 'yaml';
 let runs = 1;
 let daemonRepo = root;
 let cpuProfDir;
+let parseOnly = false;
 for (let i = 0; i < argv.length; i++) {
   const next = () => {
     const v = argv[++i];
@@ -49,6 +54,7 @@ for (let i = 0; i < argv.length; i++) {
     case '--runs': runs = Number(next()); break;
     case '--daemon-repo': daemonRepo = path.resolve(next()); break;
     case '--cpu-prof': cpuProfDir = path.resolve(next()); break;
+    case '--parse-only': parseOnly = true; break;
     default: usage(`unknown option ${JSON.stringify(argv[i])}`);
   }
 }
@@ -119,6 +125,27 @@ function hugeDocument() {
 const text = hugeDocument();
 const MiB = (b) => (b / 2 ** 20).toFixed(0);
 console.log(`big-document: ${path.relative(process.cwd(), entry) || entry}, ${endpoints} endpoints, ${format} ${(text.length / 1e6).toFixed(1)} MB, node ${process.version}`);
+if (parseOnly) {
+  const { inWorker } = await import(pathToFileURL(path.join(daemonRepo, 'dist', 'config', 'large-documents.js')).href);
+  // the job as the daemon posts it: UTF-8 bytes transferred since docs/adr/0204, the text before
+  const transfers = fs.existsSync(path.join(daemonRepo, 'dist', 'util', 'yielding-bytes.js'));
+  console.log('run  parse s  peak RSS over base MiB  load average');
+  for (let run = 1; run <= runs; run++) {
+    const job = { line: 0, origin: `huge.${format}`, index: 0, defaultNamespace: 'default', whole: false };
+    const bytes = new TextEncoder().encode(text);
+    const base = rssOf(process.pid);
+    let peak = base;
+    const timer = setInterval(() => (peak = Math.max(peak, rssOf(process.pid))), 20);
+    const t0 = performance.now();
+    const answer = await (transfers ? inWorker({ ...job, bytes }, {}, [bytes.buffer]) : inWorker({ ...job, text }, {}));
+    const parseS = (performance.now() - t0) / 1000;
+    clearInterval(timer);
+    if (!('results' in answer)) throw new Error('the worker did not read the document');
+    console.log(`${String(run).padEnd(4)} ${parseS.toFixed(1).padStart(7)}  ${MiB(peak - base).padStart(22)}  ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  }
+  process.exit(0);
+}
+
 console.log('run  load s  daemon longest stall ms  longest /ready ms (answered)  peak RSS MiB  load average');
 
 for (let run = 1; run <= runs; run++) {
