@@ -28,9 +28,9 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort, sleep, waitReady } from './daemon-process.mjs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
 
@@ -72,18 +72,6 @@ function usage(message) {
   process.exit(2);
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function getJson(url) {
   const res = await fetch(url);
@@ -91,19 +79,6 @@ async function getJson(url) {
   return res.json();
 }
 
-async function waitReady(url, child, timeoutMs) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode} before it was ready`);
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      /* not up yet */
-    }
-    if (Date.now() > until) throw new Error(`daemon not ready at ${url} within ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
 
 function rssOf(pid) {
   const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
