@@ -116,7 +116,7 @@ export function parseDocumentJob(job: DocumentJob): DocumentResult[] | 'unsplitt
  * refuses duplicate keys, as kubectl's strict field validation does). Read as YAML, such a text
  * means the same: JSON's escapes and numbers are YAML's, and plain scalars do not occur.
  */
-export function readJsonObject(text: string): Record<string, unknown> | undefined {
+function readJsonObject(text: string): Record<string, unknown> | undefined {
   if (!/^\s*\{/.test(text)) return undefined;
   let value: unknown;
   try {

@@ -92,6 +92,7 @@ export class ServiceEntryRegistry implements ServiceRegistry {
 
   stop(): void {
     this.unsubscribe?.();
+    this.generation++; // a computation over turns stops at its next turn
   }
 
   services(): ReadonlyArray<Service> {
