@@ -72,12 +72,16 @@ export class ServiceEntryRegistry implements ServiceRegistry {
     private readonly clusterId: string,
     private readonly log?: Pick<Logger, 'error'>,
   ) {
-    this.recompute();
+    // what the store holds when the registry is made (the daemon's start): computed at once
+    const steps = this.compute();
+    let r = steps.next();
+    while (!r.done) r = steps.next();
+    this.apply(r.value);
   }
 
   static readonly KINDS: ReadonlySet<string> = new Set(['ServiceEntry', 'WorkloadEntry']);
 
-  /** Subscribes to the store; resolves once the view of what the store holds now is computed. */
+  /** Subscribes to the store; resolves once a computation going on over turns is done. */
   async start(): Promise<void> {
     this.unsubscribe = this.store.onChange((events: ReadonlyArray<ConfigEvent>) => {
       if (events.some((e) => ServiceEntryRegistry.KINDS.has(e.kind))) this.recompute();
@@ -152,10 +156,20 @@ export class ServiceEntryRegistry implements ServiceRegistry {
     const contributions = new Map<string, Contribution>();
     const byHost = new Map<string, Service[]>();
     const endpointsByHost = new Map<string, ReadonlyArray<Endpoint>>();
+    /** Endpoints computed since the last step, over ServiceEntries (one of many thousand endpoints steps on its own too). */
+    let work = 0;
     for (const se of entries) {
       const key = `${se.meta.namespace}/${se.meta.name}`;
-      const c = yield* this.contributionOf(se, workloads, this.contributions.get(key));
+      const prev = this.contributions.get(key);
+      const c = yield* this.contributionOf(se, workloads, prev);
       contributions.set(key, c);
+      if (c !== prev) {
+        for (const p of c.parts) work += p.endpoints.length + 1;
+        if (work >= STEP_ENDPOINTS) {
+          work = 0;
+          yield;
+        }
+      }
       for (const { service, endpoints } of c.parts) {
         const list = byHost.get(service.hostname);
         if (list) list.push(service);

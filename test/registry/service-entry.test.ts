@@ -109,6 +109,24 @@ describe('ServiceEntryRegistry', () => {
       expect(registry.endpoints(svc!)).toHaveLength(100_000);
     });
 
+    it('computes many small ServiceEntries over turns too (5,000 of 3 endpoints)', async () => {
+      const { store, registry, events } = setup();
+      const many = Array.from({ length: 5_000 }, (_, i) => {
+        const r = parseConfigObject(
+          { apiVersion: 'networking.mesh.io/v1', kind: 'ServiceEntry', metadata: { name: `many-${i}`, namespace: 'default' }, spec: { hosts: [`many-${i}.example.com`], location: 'MESH_INTERNAL', resolution: 'STATIC', ports: [{ number: 80, name: 'http', protocol: 'HTTP' }], endpoints: [1, 2, 3].map((k) => ({ address: `10.${k}.${i >> 8}.${i & 255}` })) } },
+          `many.yaml#${i}`,
+          'default',
+        );
+        if ('issues' in r) throw new Error(JSON.stringify(r.issues));
+        return r;
+      });
+      store.applySource('many.yaml', many);
+      expect(registry.services()).toHaveLength(0);
+      await registry.computed();
+      expect(events).toHaveLength(1);
+      expect(registry.services()).toHaveLength(5_000);
+    });
+
     it('lets a later change overtake one still being computed', async () => {
       const { store, registry, events } = setup();
       store.applySource('huge.yaml', [huge('huge', 100_000)]);
