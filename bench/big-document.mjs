@@ -16,6 +16,10 @@
  *
  *   --endpoints N       endpoints of the ServiceEntry (default 200000)
  *   --format yaml|json  how the document is written (default yaml; json: a .json file)
+ *   --documents N       instead, a file of N services as separate YAML documents, as
+ *                       test/robust/event-loop-stalls.test.ts's "documents" shape writes them: each
+ *                       a ServiceEntry of 24 endpoints and a DestinationRule, every fifth a
+ *                       VirtualService (6000: 13,200 documents, 12.7 MB)
  *   --runs N            loads to measure, each into a new daemon (default 1)
  *   --daemon-repo DIR   measure the daemon built in DIR/dist (default this checkout)
  *   --cpu-prof DIR      run the daemon with `node --cpu-prof --cpu-prof-dir DIR`
@@ -42,6 +46,7 @@ let runs = 1;
 let daemonRepo = root;
 let cpuProfDir;
 let parseOnly = false;
+let documents = 0;
 for (let i = 0; i < argv.length; i++) {
   const next = () => {
     const v = argv[++i];
@@ -51,6 +56,7 @@ for (let i = 0; i < argv.length; i++) {
   switch (argv[i]) {
     case '--endpoints': endpoints = Number(next()); break;
     case '--format': format = next(); break;
+    case '--documents': documents = Number(next()); break;
     case '--runs': runs = Number(next()); break;
     case '--daemon-repo': daemonRepo = path.resolve(next()); break;
     case '--cpu-prof': cpuProfDir = path.resolve(next()); break;
@@ -61,6 +67,9 @@ for (let i = 0; i < argv.length; i++) {
 if (!Number.isInteger(endpoints) || endpoints < 1) usage('--endpoints: expected a whole number of at least 1');
 if (format !== 'yaml' && format !== 'json') usage('--format: expected yaml or json');
 if (!Number.isInteger(runs) || runs < 1) usage('--runs: expected a whole number of at least 1');
+if (!Number.isInteger(documents) || documents < 0) usage('--documents: expected a whole number');
+if (documents > 0 && (format !== 'yaml' || parseOnly)) usage('--documents: YAML only, and with a daemon');
+if (documents > 0) endpoints = documents * 24;
 const entry = path.join(daemonRepo, 'dist', 'cli', 'mesh-discovery.js');
 if (!fs.existsSync(entry)) {
   console.error(`${entry} is missing: build first with npm run build`);
@@ -97,9 +106,24 @@ function hugeDocument() {
   return format === 'json' ? JSON.stringify(object) : stringify(object);
 }
 
-const text = hugeDocument();
+/** The file of many documents: N services, as test/robust/support.ts's meshObjects(N, 24) makes them. */
+function manyDocuments() {
+  const objects = [];
+  for (let i = 0; i < documents; i++) {
+    const ns = `ns-${i % 5}`;
+    const host = `big-${i}.${ns}.svc.cluster.local`;
+    const eps = Array.from({ length: 24 }, (_, k) => ({ address: `10.${k + 1}.${(i >> 8) & 255}.${i & 255}`, labels: { version: `v${(k % 2) + 1}` } }));
+    objects.push({ apiVersion: 'networking.mesh.io/v1', kind: 'ServiceEntry', metadata: { name: `big-${i}`, namespace: ns }, spec: { hosts: [host], addresses: [`240.250.${(i >> 8) & 255}.${i & 255}`], location: 'MESH_INTERNAL', resolution: 'STATIC', ports: [{ number: 8080, name: 'http', protocol: 'HTTP' }], endpoints: eps } });
+    objects.push({ apiVersion: 'networking.mesh.io/v1', kind: 'DestinationRule', metadata: { name: `big-${i}`, namespace: ns }, spec: { host, subsets: [{ name: 'v1', labels: { version: 'v1' } }, { name: 'v2', labels: { version: 'v2' } }] } });
+    if (i % 5 === 0) objects.push({ apiVersion: 'networking.mesh.io/v1', kind: 'VirtualService', metadata: { name: `big-${i}`, namespace: ns }, spec: { hosts: [host], http: [{ route: [{ destination: { host, subset: 'v1' }, weight: 90 }, { destination: { host, subset: 'v2' }, weight: 10 }] }] } });
+  }
+  return objects.map((o) => stringify(o)).join('---\n');
+}
+
+const text = documents > 0 ? manyDocuments() : hugeDocument();
 const MiB = (b) => (b / 2 ** 20).toFixed(0);
-console.log(`big-document: ${path.relative(process.cwd(), entry) || entry}, ${endpoints} endpoints, ${format} ${(text.length / 1e6).toFixed(1)} MB, node ${process.version}`);
+const what = documents > 0 ? `${documents} services in ${text.split('---\n').length} documents` : `one document of ${endpoints} endpoints`;
+console.log(`big-document: ${path.relative(process.cwd(), entry) || entry}, ${what}, ${format} ${(text.length / 1e6).toFixed(1)} MB, node ${process.version}`);
 if (parseOnly) {
   const { inWorker } = await import(pathToFileURL(path.join(daemonRepo, 'dist', 'config', 'large-documents.js')).href);
   // the job as the daemon posts it: UTF-8 bytes transferred since docs/adr/0204, the text before

@@ -89,6 +89,10 @@ export class ServiceEntryRegistry implements ServiceRegistry {
     await this.computed();
   }
 
+  computing(): Promise<void> | undefined {
+    return this.pending;
+  }
+
   /** Resolves once no computation is going on over turns (the view is the store's latest). */
   async computed(): Promise<void> {
     while (this.pending) await this.pending;

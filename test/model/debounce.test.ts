@@ -4,7 +4,7 @@
  */
 import { jest } from '@jest/globals';
 import pino from 'pino';
-import { parseConfigDocuments } from '../../src/config/parse.js';
+import { parseConfigDocuments, parseConfigObject } from '../../src/config/parse.js';
 import { MemoryConfigStore } from '../../src/config/store.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { MeshModel } from '../../src/model/mesh-model.js';
@@ -379,4 +379,48 @@ spec:
     expect(m.r.firedAt[0] - t0).toBe(300);
     m.stop();
   });
+});
+
+describe('a large ServiceEntry change computed over turns (docs/adr/0204)', () => {
+  it('is pushed in one snapshot with the other kinds of the same file', async () => {
+    const store = new MemoryConfigStore();
+    store.markSynced();
+    const registry = new AggregateRegistry([new ServiceEntryRegistry(store, 'cluster.local', 'Cluster')]);
+    await registry.start();
+    const model = new MeshModel(
+      store,
+      registry,
+      DEFAULT_MESH_SETTINGS,
+      { debounceAfterMs: 10, debounceMaxMs: 1_000, edsDebounce: true, features: DEFAULT_FEATURES },
+      createMetrics({ defaultMetrics: false }),
+      pino({ level: 'silent' }),
+    );
+    model.start();
+    const r = recorder();
+    model.onPush(r.fire);
+    try {
+      // 5,000 ServiceEntries of 3 endpoints: the registry computes them over many turns, longer than the debounce
+      const entries = Array.from({ length: 5_000 }, (_, i) => {
+        const o = parseConfigObject(
+          { apiVersion: 'networking.mesh.io/v1', kind: 'ServiceEntry', metadata: { name: `s-${i}`, namespace: 'default' }, spec: { hosts: [`s-${i}.example.com`], location: 'MESH_INTERNAL', resolution: 'STATIC', ports: [{ number: 80, name: 'http', protocol: 'HTTP' }], endpoints: [1, 2, 3].map((k) => ({ address: `10.${k}.${i >> 8}.${i & 255}` })) } },
+          `big.yaml#${i}`,
+          'default',
+        );
+        if ('issues' in o) throw new Error(JSON.stringify(o.issues));
+        return o;
+      });
+      const dr = parseConfigDocuments('apiVersion: networking.mesh.io/v1\nkind: DestinationRule\nmetadata: { name: s-0 }\nspec: { host: s-0.example.com }\n', 'big.yaml', 'default').objects;
+      store.applySource('big.yaml', [...entries, ...dr]);
+      for (let k = 0; k < 300 && model.current().push.services.length < 5_000; k++) await new Promise((res) => setTimeout(res, 20));
+      await new Promise((res) => setTimeout(res, 100));
+      expect(model.current().push.services).toHaveLength(5_000);
+      // one snapshot for both: the DestinationRule's push waited for the registry's
+      const full = r.fired.filter((q) => q.full);
+      expect(full).toHaveLength(1);
+      expect([...full[0].configKinds]).toEqual(['DestinationRule']);
+    } finally {
+      model.stop();
+      registry.stop();
+    }
+  }, 30_000);
 });
