@@ -4,7 +4,7 @@
  */
 import { jest } from '@jest/globals';
 import pino from 'pino';
-import { parseConfigDocuments, parseConfigObject } from '../../src/config/parse.js';
+import { parseConfigDocuments } from '../../src/config/parse.js';
 import { MemoryConfigStore } from '../../src/config/store.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { MeshModel } from '../../src/model/mesh-model.js';
@@ -14,6 +14,7 @@ import { AggregateRegistry } from '../../src/registry/aggregate.js';
 import { ServiceEntryRegistry } from '../../src/registry/service-entry.js';
 import { Debouncer } from '../../src/model/debounce.js';
 import { PushActivity } from '../../src/model/push-activity.js';
+import { serviceEntryObject } from '../support/service-entries.js';
 import { mergePushRequests, pushRequest, type PushRequest } from '../../src/model/push-request.js';
 
 function recorder(): { fired: PushRequest[]; firedAt: number[]; fire: (r: PushRequest) => void } {
@@ -400,15 +401,7 @@ describe('a large ServiceEntry change computed over turns (docs/adr/0204)', () =
     model.onPush(r.fire);
     try {
       // 5,000 ServiceEntries of 3 endpoints: the registry computes them over many turns, longer than the debounce
-      const entries = Array.from({ length: 5_000 }, (_, i) => {
-        const o = parseConfigObject(
-          { apiVersion: 'networking.mesh.io/v1', kind: 'ServiceEntry', metadata: { name: `s-${i}`, namespace: 'default' }, spec: { hosts: [`s-${i}.example.com`], location: 'MESH_INTERNAL', resolution: 'STATIC', ports: [{ number: 80, name: 'http', protocol: 'HTTP' }], endpoints: [1, 2, 3].map((k) => ({ address: `10.${k}.${i >> 8}.${i & 255}` })) } },
-          `big.yaml#${i}`,
-          'default',
-        );
-        if ('issues' in o) throw new Error(JSON.stringify(o.issues));
-        return o;
-      });
+      const entries = Array.from({ length: 5_000 }, (_, i) => serviceEntryObject(`s-${i}`, `s-${i}.example.com`, [1, 2, 3].map((k) => `10.${k}.${i >> 8}.${i & 255}`)));
       const dr = parseConfigDocuments('apiVersion: networking.mesh.io/v1\nkind: DestinationRule\nmetadata: { name: s-0 }\nspec: { host: s-0.example.com }\n', 'big.yaml', 'default').objects;
       store.applySource('big.yaml', [...entries, ...dr]);
       for (let k = 0; k < 300 && model.current().push.services.length < 5_000; k++) await new Promise((res) => setTimeout(res, 20));

@@ -3,11 +3,12 @@
  * (docs/adr/0163): a file of many ServiceEntries is one registry event, and an edit of one
  * of them reports that host only and keeps every other service and endpoint object.
  */
-import { parseConfigDocuments, parseConfigObject } from '../../src/config/parse.js';
+import { parseConfigDocuments } from '../../src/config/parse.js';
 import type { ConfigObject } from '../../src/config/types.js';
 import { MemoryConfigStore } from '../../src/config/store.js';
 import type { RegistryEvent } from '../../src/model/registry.js';
 import { ServiceEntryRegistry } from '../../src/registry/service-entry.js';
+import { serviceEntryObject } from '../support/service-entries.js';
 
 const SE = (i: number, addr = `10.0.${i >> 8}.${i & 255}`): string => `apiVersion: networking.mesh.io/v1
 kind: ServiceEntry
@@ -79,21 +80,8 @@ describe('ServiceEntryRegistry', () => {
   });
 
   describe('a ServiceEntry of 100,000 endpoints (computed over turns, docs/adr/0204)', () => {
-    /** Validated as a document is, without the YAML reader's time for 100,000 endpoints. */
-    const huge = (name: string, n: number): ConfigObject => {
-      const r = parseConfigObject(
-        {
-          apiVersion: 'networking.mesh.io/v1',
-          kind: 'ServiceEntry',
-          metadata: { name, namespace: 'default' },
-          spec: { hosts: ['huge.example.com'], location: 'MESH_INTERNAL', resolution: 'STATIC', ports: [{ number: 80, name: 'http', protocol: 'HTTP' }], endpoints: Array.from({ length: n }, (_, k) => ({ address: `10.${k >> 16}.${(k >> 8) & 255}.${k & 255}` })) },
-        },
-        'huge.yaml#0',
-        'default',
-      );
-      if ('issues' in r) throw new Error(JSON.stringify(r.issues));
-      return r;
-    };
+    const huge = (name: string, n: number): ConfigObject =>
+      serviceEntryObject(name, 'huge.example.com', Array.from({ length: n }, (_, k) => `10.${k >> 16}.${(k >> 8) & 255}.${k & 255}`));
 
     it('serves the previous view until the new one is complete, then reports it once', async () => {
       const { store, registry, events, load } = setup();
@@ -111,15 +99,7 @@ describe('ServiceEntryRegistry', () => {
 
     it('computes many small ServiceEntries over turns too (5,000 of 3 endpoints)', async () => {
       const { store, registry, events } = setup();
-      const many = Array.from({ length: 5_000 }, (_, i) => {
-        const r = parseConfigObject(
-          { apiVersion: 'networking.mesh.io/v1', kind: 'ServiceEntry', metadata: { name: `many-${i}`, namespace: 'default' }, spec: { hosts: [`many-${i}.example.com`], location: 'MESH_INTERNAL', resolution: 'STATIC', ports: [{ number: 80, name: 'http', protocol: 'HTTP' }], endpoints: [1, 2, 3].map((k) => ({ address: `10.${k}.${i >> 8}.${i & 255}` })) } },
-          `many.yaml#${i}`,
-          'default',
-        );
-        if ('issues' in r) throw new Error(JSON.stringify(r.issues));
-        return r;
-      });
+      const many = Array.from({ length: 5_000 }, (_, i) => serviceEntryObject(`many-${i}`, `many-${i}.example.com`, [1, 2, 3].map((k) => `10.${k}.${i >> 8}.${i & 255}`)));
       store.applySource('many.yaml', many);
       expect(registry.services()).toHaveLength(0);
       await registry.computed();
