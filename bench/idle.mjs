@@ -24,9 +24,9 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort, sleep, waitReady } from './daemon-process.mjs';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -74,32 +74,7 @@ function usage(message) {
   process.exit(2);
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitReady(url, child, timeoutMs) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode} before it was ready`);
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      /* not up yet */
-    }
-    if (Date.now() > until) throw new Error(`daemon not ready at ${url} within ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
 
 const MB = (bytes) => (bytes / 1e6).toFixed(1);
 

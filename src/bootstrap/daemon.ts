@@ -151,7 +151,7 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   const registries: ServiceRegistry[] = [];
   if (cluster) registries.push(cluster.registry);
   if (cfg.registries.includes('Mock')) registries.push(new MockRegistry(cfg.domain, cfg.clusterId));
-  registries.push(new ServiceEntryRegistry(store, cfg.domain, cfg.clusterId));
+  registries.push(new ServiceEntryRegistry(store, cfg.domain, cfg.clusterId, logs.source));
   const registry = new AggregateRegistry(registries, {
     configClusterId: cfg.clusterId,
     mcsServiceDiscovery: cfg.env.ENABLE_MCS_SERVICE_DISCOVERY,

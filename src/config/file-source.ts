@@ -26,12 +26,12 @@
  * (or one of its directories becoming unreadable) is a fault, not a deletion: the configuration
  * stays, the source reports it (onError, onDirLost) and reads the files again when it is back.
  */
-import { createHash } from 'node:crypto';
 import { watch, type FSWatcher, type Stats } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
 import type { LargeDocumentLimits } from './large-documents.js';
 import { parseConfigDocumentsYielding, type DocumentCache } from './parse.js';
+import { decodeUtf8Yielding, sha256Yielding } from '../util/yielding-bytes.js';
 import { contentHash, type MemoryConfigStore } from './store.js';
 import type { ConfigObject, ConfigRejection } from './types.js';
 import { getLogger } from '../log/logger.js';
@@ -321,7 +321,8 @@ export class FileConfigSource {
         return; // gone since the walk; the next scan sees it missing
       }
     }
-    const hash = st.size > this.opts.maxFileBytes ? `too-large:${st.size}` : createHash('sha256').update(content).digest('base64url');
+    // a file of megabytes is hashed and decoded in slices, over turns (docs/adr/0204)
+    const hash = st.size > this.opts.maxFileBytes ? `too-large:${st.size}` : await sha256Yielding(content);
     const fingerprint = { mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, size: st.size, ino: st.ino, readAt };
     if (prev && prev.hash === hash) {
       Object.assign(prev, fingerprint);
@@ -333,7 +334,7 @@ export class FileConfigSource {
     const { objects, rejections } =
       st.size > this.opts.maxFileBytes
         ? { objects: [], rejections: [{ origin, issues: [{ path: '', message: `file is larger than ${this.opts.maxFileBytes} bytes` }] }] }
-        : await parseConfigDocumentsYielding(content.toString('utf8'), origin, this.opts.defaultNamespace, docs, this.opts.largeDocuments);
+        : await parseConfigDocumentsYielding(await decodeUtf8Yielding(content), origin, this.opts.defaultNamespace, docs, this.opts.largeDocuments);
     for (const o of objects) {
       if (o.warnings && previous.get(idOfObject(o)) !== o) this.warn(o);
       // the store compares objects by this hash; computed here over turns, the store's change of

@@ -3,7 +3,9 @@
  * document is one synchronous call that cannot be cut into turns, and a single document of 12 MB (a
  * ServiceEntry of 200,000 endpoints) takes tens of seconds of it; on the daemon's event loop that
  * would be one stall. A document of LARGE_DOCUMENT_CHARS or more is therefore read, validated and
- * hashed by parse-worker.ts, and comes back as plain data (structured clone).
+ * hashed by parse-worker.ts, and comes back as plain data: the specs as JSON slices in one
+ * transferred buffer, which the daemon parses a slice at a time (src/util/packed-json.ts,
+ * docs/adr/0204), the rest (metadata, issues, hashes) as a small structured clone.
  *
  * Bounds: one worker at a time (jobs queue), a heap limit, and a time limit; a worker that fails,
  * runs out of memory or out of time is terminated and the document is refused with a message that
@@ -13,6 +15,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type { PackPlan } from '../util/packed-json.js';
 
 /** Documents of at least this many characters are parsed in the worker. */
 export const LARGE_DOCUMENT_CHARS = 256 * 1024;
@@ -28,8 +31,20 @@ const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_HEAP_MB = 2048;
 const MIN_HEAP_MB = 64;
 
-/** What the worker answers: the results (plain data) and the content hash of each object, or that the text is not one document. */
-export type WorkerAnswer = { readonly unsplittable: true } | { readonly results: unknown[]; readonly hashes: Array<string | undefined> };
+/**
+ * The worker's results: each result with its spec (an object's, or a rejection's salvaged one) set to
+ * null, the content hash of each object, and the specs packed into `buffer` (`specs[k]` lays out the
+ * spec of `results[k]`, undefined when it has none).
+ */
+export interface PackedResults {
+  readonly results: unknown[];
+  readonly hashes: Array<string | undefined>;
+  readonly specs: Array<PackPlan | undefined>;
+  readonly buffer: ArrayBuffer;
+}
+
+/** What the worker answers: its results, or that the text is not one document. */
+export type WorkerAnswer = { readonly unsplittable: true } | PackedResults;
 
 /** Thrown when the worker could not parse the document; the message says why, in the user's terms. */
 export class LargeDocumentError extends Error {}
@@ -48,13 +63,13 @@ function workerScript(): URL {
 let queue: Promise<unknown> = Promise.resolve();
 
 /** Parses `job` in a worker thread, one job at a time. */
-export function inWorker(job: object, limits: LargeDocumentLimits = {}): Promise<WorkerAnswer> {
-  const run = queue.then(() => runWorker(job, limits));
+export function inWorker(job: object, limits: LargeDocumentLimits = {}, transfer: ArrayBuffer[] = []): Promise<WorkerAnswer> {
+  const run = queue.then(() => runWorker(job, limits, transfer));
   queue = run.catch(() => undefined);
   return run;
 }
 
-function runWorker(job: object, limits: LargeDocumentLimits): Promise<WorkerAnswer> {
+function runWorker(job: object, limits: LargeDocumentLimits, transfer: ArrayBuffer[]): Promise<WorkerAnswer> {
   const timeoutMs = limits.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const heapMb = Math.max(MIN_HEAP_MB, limits.maxHeapMb ?? DEFAULT_HEAP_MB);
   return new Promise<WorkerAnswer>((resolve, reject) => {
@@ -74,6 +89,6 @@ function runWorker(job: object, limits: LargeDocumentLimits): Promise<WorkerAnsw
       finish({ error: err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `parsing needed more than the parser's ${heapMb} MiB of memory and was stopped` : `the parser failed: ${err.message}` }),
     );
     worker.on('exit', (code) => finish({ error: `the parser stopped (exit code ${code}) without an answer` }));
-    worker.postMessage(job);
+    worker.postMessage(job, transfer);
   });
 }

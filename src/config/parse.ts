@@ -12,6 +12,8 @@ import type { Document } from 'yaml';
 import { CONFIG_KINDS, kindByName, type KindDefinition } from './kinds.js';
 import type { ConfigMeta, ConfigObject, ConfigRejection, FieldIssue } from './types.js';
 import { yieldPoint } from '../util/cooperative.js';
+import { unpackYielding } from '../util/packed-json.js';
+import { encodeUtf8Yielding } from '../util/yielding-bytes.js';
 import { inWorker, LARGE_DOCUMENT_CHARS, LargeDocumentError, type LargeDocumentLimits } from './large-documents.js';
 import { seedContentHash } from './store.js';
 import { isRecord } from '../util/record.js';
@@ -56,7 +58,7 @@ export async function parseConfigDocumentsYielding(
   cache: DocumentCache = new Map(),
   limits: LargeDocumentLimits = {},
 ): Promise<ParseResult> {
-  const pieces = splitDocuments(text);
+  const pieces = await splitDocumentsYielding(text);
   let results: DocumentResult[] | undefined;
   if (pieces) {
     results = [];
@@ -94,11 +96,67 @@ export interface DocumentJob {
   readonly whole: boolean;
 }
 
+/** A job as posted to the worker: the text as UTF-8 bytes. */
+export type WorkerJob = Omit<DocumentJob, 'text'> & { readonly bytes: Uint8Array };
+
 /** The worker's side of a job: the results of the document(s), or 'unsplittable' when the piece is not exactly one document. */
 export function parseDocumentJob(job: DocumentJob): DocumentResult[] | 'unsplittable' {
   if (job.whole) return parseWhole(readYamlDocuments(job.text), job.origin, job.defaultNamespace);
+  // a JSON document is read as JSON, as kubectl reads it: a fraction of the YAML reader's time and
+  // memory (whose document tree is ~80 times the text; docs/adr/0204); on any doubt, as YAML
+  const json = readJsonObject(job.text);
+  if (json !== undefined) return [buildObject(json, `${job.origin}#${job.index}`, job.defaultNamespace)];
   const outcome = readOneDocument(job.text, job.line, `${job.origin}#${job.index}`, job.defaultNamespace);
   return outcome === 'unsplittable' ? outcome : [outcome.result];
+}
+
+/**
+ * The value of `text` when it is one JSON object with no key twice in any object; otherwise
+ * undefined, and the caller reads it as YAML (which reports syntax errors with their lines and
+ * refuses duplicate keys, as kubectl's strict field validation does). Read as YAML, such a text
+ * means the same: JSON's escapes and numbers are YAML's, and plain scalars do not occur.
+ */
+function readJsonObject(text: string): Record<string, unknown> | undefined {
+  if (!/^\s*\{/.test(text)) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  // JSON.parse keeps the last of duplicate keys: more keys in the text than in the value means one was repeated
+  if (!isRecord(value) || countKeys(value) !== countKeyTokens(text)) return undefined;
+  return value;
+}
+
+function countKeys(root: unknown): number {
+  let n = 0;
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) for (const item of v) stack.push(item);
+    else {
+      for (const item of Object.values(v)) {
+        n++;
+        stack.push(item);
+      }
+    }
+  }
+  return n;
+}
+
+/** Strings of a JSON text followed by `:` (the text is valid JSON). */
+function countKeyTokens(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (text.charCodeAt(i) !== 34 /* " */) continue;
+    for (i++; text.charCodeAt(i) !== 34; i++) if (text.charCodeAt(i) === 92 /* \ */) i++;
+    let j = i + 1;
+    while (j < text.length && (text.charCodeAt(j) === 32 || text.charCodeAt(j) === 9 || text.charCodeAt(j) === 10 || text.charCodeAt(j) === 13)) j++;
+    if (text.charCodeAt(j) === 58 /* : */) n++;
+  }
+  return n;
 }
 
 async function parseLarge(job: DocumentJob & { whole: true }, limits: LargeDocumentLimits): Promise<DocumentResult[]>;
@@ -106,7 +164,12 @@ async function parseLarge(job: DocumentJob, limits: LargeDocumentLimits): Promis
 async function parseLarge(job: DocumentJob, limits: LargeDocumentLimits): Promise<DocumentResult[] | 'unsplittable'> {
   let answer;
   try {
-    answer = await inWorker(job, limits);
+    // the text goes as UTF-8 bytes, encoded over turns, in a buffer the worker takes over (posted as
+    // a string, it is copied in one piece on this thread; docs/adr/0204)
+    const { text, ...rest } = job;
+    const bytes = await encodeUtf8Yielding(text);
+    const message: WorkerJob = { ...rest, bytes };
+    answer = await inWorker(message, limits, [bytes.buffer]);
   } catch (err) {
     if (!(err instanceof LargeDocumentError)) throw err;
     // no kind or name known: the file source keeps every object of the file's last good version
@@ -116,43 +179,30 @@ async function parseLarge(job: DocumentJob, limits: LargeDocumentLimits): Promis
   }
   if ('unsplittable' in answer) return 'unsplittable';
   const out: DocumentResult[] = [];
-  for (const [k, raw] of answer.results.entries()) out.push(await revive(raw as DocumentResult, answer.hashes[k]));
+  for (const [k, raw] of answer.results.entries()) {
+    const plan = answer.specs[k];
+    const spec = plan === undefined ? undefined : await unpackYielding(plan, answer.buffer);
+    out.push(revive(raw as DocumentResult, spec, answer.hashes[k]));
+  }
   return out;
 }
 
 /**
- * A result as it comes from the worker (a structured clone): its kind's own `gvk` object back,
- * frozen as a parsed one is (over turns: a document of 200,000 endpoints is a million objects), its
- * content hash known to the store.
+ * A result as it comes from the worker (a structured clone without its spec): its kind's own `gvk`
+ * object back, its spec (parsed from the worker's buffer over turns, frozen) put back, frozen as a
+ * parsed one is, its content hash known to the store.
  */
-async function revive(raw: DocumentResult, hash: string | undefined): Promise<DocumentResult> {
+function revive(raw: DocumentResult, spec: unknown, hash: string | undefined): DocumentResult {
   if (raw === undefined) return undefined;
-  const object = async (o: ConfigObject): Promise<ConfigObject> => {
+  const object = (o: ConfigObject): ConfigObject => {
     const def = kindByName(o.meta.gvk.kind);
     const meta = Object.freeze({ ...o.meta, gvk: def?.gvk ?? o.meta.gvk, labels: Object.freeze(o.meta.labels), annotations: Object.freeze(o.meta.annotations) });
-    await deepFreezeYielding(o.spec);
-    return o.warnings ? { meta, spec: o.spec, warnings: Object.freeze(o.warnings) } : { meta, spec: o.spec };
+    return o.warnings ? { meta, spec, warnings: Object.freeze(o.warnings) } : { meta, spec };
   };
-  if ('issues' in raw) return raw.salvaged ? { ...raw, salvaged: await object(raw.salvaged) } : raw;
-  const revived = await object(raw);
+  if ('issues' in raw) return raw.salvaged ? { ...raw, salvaged: object(raw.salvaged) } : raw;
+  const revived = object(raw);
   if (hash !== undefined) seedContentHash(revived, hash);
   return revived;
-}
-
-/** deepFreeze, yielding through the cooperative turn queue every few thousand objects. */
-async function deepFreezeYielding(root: unknown): Promise<void> {
-  const stack: unknown[] = [root];
-  let n = 0;
-  while (stack.length > 0) {
-    const value = stack.pop();
-    if (typeof value !== 'object' || value === null || Object.isFrozen(value)) continue;
-    Object.freeze(value);
-    for (const v of Object.values(value)) if (typeof v === 'object' && v !== null) stack.push(v);
-    if (++n % 4096 === 0) {
-      const turn = yieldPoint();
-      if (turn) await turn;
-    }
-  }
 }
 
 /** As parseConfigDocuments, for the documents of a text already read with readYamlDocuments. */
@@ -280,6 +330,27 @@ function refill(cache: DocumentCache, next: DocumentCache): void {
  * at closely once a document has content, so a text of many megabytes splits in a few milliseconds.
  */
 function splitDocuments(text: string): Array<{ text: string; line: number }> | undefined {
+  const steps = splitSteps(text);
+  let r = steps.next();
+  while (!r.done) r = steps.next();
+  return r.value;
+}
+
+/** As splitDocuments, yielding the loop every SPLIT_STEP_LINES lines (a file of 12 MB has 400,000). */
+async function splitDocumentsYielding(text: string): Promise<Array<{ text: string; line: number }> | undefined> {
+  const steps = splitSteps(text);
+  let r = steps.next();
+  while (!r.done) {
+    const turn = yieldPoint();
+    if (turn) await turn;
+    r = steps.next();
+  }
+  return r.value;
+}
+
+const SPLIT_STEP_LINES = 1 << 15;
+
+function* splitSteps(text: string): Generator<void, Array<{ text: string; line: number }> | undefined, void> {
   const starts: Array<{ pos: number; line: number }> = [{ pos: 0, line: 0 }];
   /** The current document has content (or its `---`): the next marker starts another one. */
   let content = false;
@@ -291,6 +362,7 @@ function splitDocuments(text: string): Array<{ text: string; line: number }> | u
   let pending: { pos: number; line: number } | undefined;
   let line = 0;
   for (let pos = 0; pos <= text.length; line++) {
+    if (line % SPLIT_STEP_LINES === SPLIT_STEP_LINES - 1) yield;
     let end = text.indexOf('\n', pos);
     if (end < 0) end = text.length;
     const c = text.charCodeAt(pos);

@@ -68,6 +68,8 @@ export class MeshModel {
   private saidDiagnostics = new Set<string>();
   /** configFacts() of one snapshot version. */
   private facts: ReturnType<MeshModel['configFacts']> | undefined;
+  /** A full push already waited for a registry's computation since the last rebuild (one wait at most, so pushes never starve). */
+  private waited = false;
   /** When the current snapshot was published (cfg_runtime_processor_snapshot_lifetime_duration_milliseconds). */
   private publishedAt = Date.now();
 
@@ -312,6 +314,16 @@ export class MeshModel {
   }
 
   private onDebounced(req: PushRequest): void {
+    // A registry still computing a large change over turns (a file of ServiceEntries that also holds
+    // DestinationRules) will ask for its own push: wait for it once, so that one snapshot is built
+    // with both instead of one for each (docs/adr/0204)
+    const busy = req.full && !this.waited ? this.registry.computing?.() : undefined;
+    if (busy) {
+      this.waited = true;
+      void busy.then(() => this.request(this.debouncer, req));
+      return;
+    }
+    if (req.full) this.waited = false;
     const started = Date.now();
     try {
       if (req.full) this.rebuildAll([...req.reasons.keys()].some((r) => !SNAPSHOT_ONLY_REASONS.has(r)));

@@ -24,6 +24,11 @@ export interface ServiceRegistry {
    * aggregate of registries reports them; a single registry has none).
    */
   shadowedServices?(): ReadonlyArray<string>;
+  /**
+   * A change still being computed over turns (the ServiceEntry registry's large ones, docs/adr/0204):
+   * resolves once its event is emitted; undefined when there is none.
+   */
+  computing?(): Promise<void> | undefined;
   /** Start watching (no-op for static registries). */
   start?(): Promise<void>;
   stop?(): void;

@@ -162,6 +162,11 @@ export class AggregateRegistry implements ServiceRegistry {
   }
 
   /** Services left out because an earlier registry defines the same host in the same namespace. */
+  computing(): Promise<void> | undefined {
+    const busy = this.members.map((m) => m.registry.computing?.()).filter((c) => c !== undefined);
+    return busy.length === 0 ? undefined : Promise.all(busy).then(() => undefined);
+  }
+
   shadowedServices(): ReadonlyArray<string> {
     return this.shadowed;
   }

@@ -189,6 +189,26 @@ describe('FileConfigSource', () => {
       expect(h.rejections).toEqual([]);
     });
 
+    it('reads a large JSON document as JSON, and one with a key twice as YAML, which refuses it', async () => {
+      // 3,000 subsets: ~300 KB of JSON; the YAML reader would build a document tree of ~80 times that (docs/adr/0204)
+      const subsets = Array.from({ length: 3_000 }, (_, k) => ({ name: `v${k}`, labels: { version: `v${k}`, tier: 'a' } }));
+      const note = 'a "quoted" \\ value, é\u00e9\n';
+      const object = { apiVersion: 'networking.mesh.io/v1', kind: 'DestinationRule', metadata: { name: 'big', namespace: 'default', annotations: { note } }, spec: { host: 'json.example.com', subsets } };
+      const h = await setup({ 'big.json': JSON.stringify(object, null, 1) });
+      await h.source.start();
+      expect(h.rejections).toEqual([]);
+      const stored = h.store.get<DestinationRule>('DestinationRule', 'default', 'big');
+      expect(stored?.spec.host).toBe('json.example.com');
+      expect(stored?.spec.subsets).toEqual(subsets);
+      expect(stored?.meta.annotations).toEqual({ note });
+      expect(Object.isFrozen(stored?.spec.subsets?.[2999].labels)).toBe(true);
+      const twice = JSON.stringify(object).replace('"host":"json.example.com"', '"host":"json.example.com","host":"other.example.com"');
+      await atomicWrite(join(h.dir, 'big.json'), twice);
+      await eventually('the refusal', () => h.rejections.length > 0, { timeoutMs: 30_000 });
+      expect(h.rejections[0].issues[0].message).toMatch(/Map keys must be unique/);
+      expect(h.host('big')).toBe('json.example.com');
+    });
+
     it.each([
       ['time', { timeoutMs: 1 }, /^this document \(0\.3 MiB\) was not read: parsing took longer than 0\.001 s and was stopped$/],
     ])('is refused, naming the file, when the parser runs out of %s; the last good version stays', async (_what, limits, message) => {

@@ -14,6 +14,7 @@ import { AggregateRegistry } from '../../src/registry/aggregate.js';
 import { ServiceEntryRegistry } from '../../src/registry/service-entry.js';
 import { Debouncer } from '../../src/model/debounce.js';
 import { PushActivity } from '../../src/model/push-activity.js';
+import { serviceEntryObject } from '../support/service-entries.js';
 import { mergePushRequests, pushRequest, type PushRequest } from '../../src/model/push-request.js';
 
 function recorder(): { fired: PushRequest[]; firedAt: number[]; fire: (r: PushRequest) => void } {
@@ -408,4 +409,40 @@ spec:
     expect(m.r.firedAt[0] - t0).toBe(300);
     m.stop();
   });
+});
+
+describe('a large ServiceEntry change computed over turns (docs/adr/0204)', () => {
+  it('is pushed in one snapshot with the other kinds of the same file', async () => {
+    const store = new MemoryConfigStore();
+    store.markSynced();
+    const registry = new AggregateRegistry([new ServiceEntryRegistry(store, 'cluster.local', 'Cluster')]);
+    await registry.start();
+    const model = new MeshModel(
+      store,
+      registry,
+      DEFAULT_MESH_SETTINGS,
+      { debounceAfterMs: 10, debounceMaxMs: 1_000, edsDebounce: true, features: DEFAULT_FEATURES },
+      createMetrics({ defaultMetrics: false }),
+      pino({ level: 'silent' }),
+    );
+    model.start();
+    const r = recorder();
+    model.onPush(r.fire);
+    try {
+      // 5,000 ServiceEntries of 3 endpoints: the registry computes them over many turns, longer than the debounce
+      const entries = Array.from({ length: 5_000 }, (_, i) => serviceEntryObject(`s-${i}`, `s-${i}.example.com`, [1, 2, 3].map((k) => `10.${k}.${i >> 8}.${i & 255}`)));
+      const dr = parseConfigDocuments('apiVersion: networking.mesh.io/v1\nkind: DestinationRule\nmetadata: { name: s-0 }\nspec: { host: s-0.example.com }\n', 'big.yaml', 'default').objects;
+      store.applySource('big.yaml', [...entries, ...dr]);
+      for (let k = 0; k < 300 && model.current().push.services.length < 5_000; k++) await new Promise((res) => setTimeout(res, 20));
+      await new Promise((res) => setTimeout(res, 100));
+      expect(model.current().push.services).toHaveLength(5_000);
+      // one snapshot for both: the DestinationRule's push waited for the registry's
+      const full = r.fired.filter((q) => q.full);
+      expect(full).toHaveLength(1);
+      expect([...full[0].configKinds]).toEqual(['DestinationRule']);
+    } finally {
+      model.stop();
+      registry.stop();
+    }
+  }, 30_000);
 });

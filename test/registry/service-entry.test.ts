@@ -4,9 +4,11 @@
  * of them reports that host only and keeps every other service and endpoint object.
  */
 import { parseConfigDocuments } from '../../src/config/parse.js';
+import type { ConfigObject } from '../../src/config/types.js';
 import { MemoryConfigStore } from '../../src/config/store.js';
 import type { RegistryEvent } from '../../src/model/registry.js';
 import { ServiceEntryRegistry } from '../../src/registry/service-entry.js';
+import { serviceEntryObject } from '../support/service-entries.js';
 
 const SE = (i: number, addr = `10.0.${i >> 8}.${i & 255}`): string => `apiVersion: networking.mesh.io/v1
 kind: ServiceEntry
@@ -75,5 +77,43 @@ describe('ServiceEntryRegistry', () => {
     expect(events[1].servicesChanged).toBe(true);
     expect(events[1].endpointHosts).toHaveLength(N);
     expect(registry.services()).toEqual([]);
+  });
+
+  describe('a ServiceEntry of 100,000 endpoints (computed over turns, docs/adr/0204)', () => {
+    const huge = (name: string, n: number): ConfigObject =>
+      serviceEntryObject(name, 'huge.example.com', Array.from({ length: n }, (_, k) => `10.${k >> 16}.${(k >> 8) & 255}.${k & 255}`));
+
+    it('serves the previous view until the new one is complete, then reports it once', async () => {
+      const { store, registry, events, load } = setup();
+      load(file());
+      store.applySource('huge.yaml', [huge('huge', 100_000)]);
+      // the store has it; the registry still serves what it had
+      expect(registry.services()).toHaveLength(N);
+      expect(events).toHaveLength(1);
+      await registry.computed();
+      expect(events).toHaveLength(2);
+      expect(events[1]).toEqual({ registry: 'ServiceEntry', servicesChanged: true, endpointHosts: ['huge.example.com'] });
+      const svc = registry.services().find((s) => s.hostname === 'huge.example.com');
+      expect(registry.endpoints(svc!)).toHaveLength(100_000);
+    });
+
+    it('computes many small ServiceEntries over turns too (5,000 of 3 endpoints)', async () => {
+      const { store, registry, events } = setup();
+      const many = Array.from({ length: 5_000 }, (_, i) => serviceEntryObject(`many-${i}`, `many-${i}.example.com`, [1, 2, 3].map((k) => `10.${k}.${i >> 8}.${i & 255}`)));
+      store.applySource('many.yaml', many);
+      expect(registry.services()).toHaveLength(0);
+      await registry.computed();
+      expect(events).toHaveLength(1);
+      expect(registry.services()).toHaveLength(5_000);
+    });
+
+    it('lets a later change overtake one still being computed', async () => {
+      const { store, registry, events } = setup();
+      store.applySource('huge.yaml', [huge('huge', 100_000)]);
+      store.applySource('huge.yaml', [huge('huge', 99_999)]);
+      await registry.computed();
+      expect(events).toHaveLength(1);
+      expect(registry.endpoints(registry.services()[0])).toHaveLength(99_999);
+    });
   });
 });

@@ -155,6 +155,32 @@ interface PushStatus {
 const LOAD_STALL_BOUND_MS = 5_000;
 
 /**
+ * Bound of the daemon's own longest event-loop stall (ControlZ `/loopj`) while the 12 MB document of
+ * one ServiceEntry loads, stated for a busy 2-core machine: 500 ms. Before docs/adr/0204 the result
+ * of the worker was one structured clone and the registry's 200,000 endpoints one computation:
+ * 0.53 to 1.5 s at load average 7 to 10; after it, 135 to 224 ms at load average 7 to 15 (bench/big-document.mjs and this test),
+ * what is left being slices of ~5 ms stretched by the machine's load and garbage collection.
+ */
+const ONE_DOCUMENT_STALL_BOUND_MS = 500;
+
+/** `GET /loopj` of the daemon's ControlZ: its event-loop figures over a window of about a minute. */
+async function loopFigures(d: Daemon): Promise<{ windowSeconds: number; delayMs: { max: number } }> {
+  const res = await fetch(`http://${d.ctrlzAddr}/loopj`);
+  if (!res.ok) throw new Error(`GET /loopj: ${res.status}`);
+  return (await res.json()) as { windowSeconds: number; delayMs: { max: number } };
+}
+
+/**
+ * Restarts ControlZ's window of loop figures, which the first read after 60 s does (waiting for
+ * that), so that its maximum is afterwards the daemon's longest stall since this call.
+ */
+async function restartLoopWindow(d: Daemon): Promise<void> {
+  const { windowSeconds } = await loopFigures(d);
+  if (windowSeconds <= 60) await new Promise((r) => setTimeout(r, (61 - windowSeconds) * 1000));
+  await loopFigures(d);
+}
+
+/**
  * Writes `text` as `name` into the config directory of a running daemon while probing /ready and
  * sampling its memory, until push_status says `loaded`. What it took, and the last push_status.
  */
@@ -205,15 +231,21 @@ describe.each<Shape>(['documents', 'directives', 'one document'])('loading a 12 
     const big = bigFile(shape);
     const small = (await d.debug('push_status')) as PushStatus;
     const want = { services: small.services + big.services, virtualServices: small.virtualServices + big.virtualServices, endpoints: small.endpoints + big.endpoints };
+    // the daemon's own longest stall, for the one document (its window restarts at most a minute after start)
+    if (shape === 'one document') await restartLoopWindow(d);
     const { loadMs, longestMs, answered, peak, status } = await loadWhileProbing(d, dir, 'big.yaml', big.text, (st) => st.services === want.services && st.virtualServices === want.virtualServices && st.endpoints === want.endpoints);
-    process.stdout.write(`${shape}: ${(big.text.length / 1e6).toFixed(1)} MB loaded in ${loadMs.toFixed(0)} ms: longest /ready round trip ${longestMs.toFixed(0)} ms (${answered} answered), peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB\n`);
+    // what follows the model's change (the push) counts too
+    const stallMs = shape === 'one document' ? (await new Promise((r) => setTimeout(r, 1_000)), (await loopFigures(d)).delayMs.max) : undefined;
+    const stall = stallMs === undefined ? '' : `, daemon's longest stall ${stallMs.toFixed(0)} ms`;
+    process.stdout.write(`${shape}: ${(big.text.length / 1e6).toFixed(1)} MB loaded in ${loadMs.toFixed(0)} ms: longest /ready round trip ${longestMs.toFixed(0)} ms (${answered} answered)${stall}, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB\n`);
     expect(big.text.length).toBeGreaterThan(11_000_000);
     expect({ services: status.services, virtualServices: status.virtualServices, endpoints: status.endpoints }).toEqual(want);
     expect(await d.metric('disc_total_rejected_configs')).toBe(0);
     // one document: before docs/adr/0183 its parse alone was one stall of tens of seconds, and it
     // never loaded (not within 200 s); after it, 3.9 s of a 99 s load at load average 14
     expect(longestMs).toBeLessThan(shape === 'one document' ? loadMs / 4 : LOAD_STALL_BOUND_MS);
-  }, 200_000);
+    if (stallMs !== undefined) expect(stallMs).toBeLessThan(ONE_DOCUMENT_STALL_BOUND_MS);
+  }, 270_000);
 });
 
 /** One document of ~12 MB: a ServiceEntry of 200,000 endpoints (the YAML parse of one document cannot be cut into turns). */
