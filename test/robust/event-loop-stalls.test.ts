@@ -295,8 +295,9 @@ describe('/debug/config_dump of a sidecar in a mesh of 2,000 services', () => {
         expect(dump.status).toBe(200);
         expect(dump.bytes).toBeGreaterThan(10_000_000);
         expect(answered).toBeGreaterThan(5);
-        // generated, decoded and rendered whole, the dump was one stall, nearly all of its time (docs/adr/0184)
-        expect(longestMs).toBeLessThan(tookMs / 3);
+        // generated, decoded and rendered whole, the dump was one stall, nearly all of its time (docs/adr/0184);
+        // over turns the longest round trip was 0.1-0.36 of it (the latter on a loaded CI machine, load 10)
+        expect(longestMs).toBeLessThan(tookMs / 2);
       }
     } finally {
       s.close();
