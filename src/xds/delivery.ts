@@ -34,6 +34,9 @@ export const DELIVERY_DEFAULTS: Omit<WriteGuardOptions, 'sendTimeoutMs'> = {
   // interleaved ones each wait so long between chunks that they look stalled (a proxy has a
   // connection of its own and never meets this; a client multiplexing many proxies does)
   maxWritesPerSession: 4,
+  // an edit's push (a route configuration of a few KB to each of 100 streams of one connection)
+  // goes at once: waves of 4 added 0.1-0.3 s to a 1,000-service edit's p99 (docs/adr/0200)
+  sessionWriteMinBytes: 64 * 1024,
   // a client on loopback or a LAN takes a chunk within milliseconds; one that took nothing for half
   // a second no longer counts against the budget
   stallMs: 500,

@@ -37,6 +37,11 @@ export interface WriteGuardOptions {
    * Optional: no limit without it, or for writes that name no session.
    */
   readonly maxWritesPerSession?: number;
+  /**
+   * Writes of fewer bytes neither wait for nor count in their session's share (maxWritesPerSession):
+   * a small push leaves in one chunk, so it cannot hold the socket from the others.
+   */
+  readonly sessionWriteMinBytes?: number;
   /** A write of which the client took nothing for this long is stalled (its bytes leave the budget). */
   readonly stallMs: number;
   /** A client that took nothing for this long loses its stream. */
@@ -117,11 +122,13 @@ export class WriteGuard<C> {
   /**
    * Admits a write of `bytes` identified by `key` (the shared frame, or a token of its own for a
    * copy) for `conn`; waits while a budget is full, before waiting writes of a larger `rank`
-   * (arrival order by default), or while `session` (the connection the stream belongs to) has its
+   * (arrival order by default), or while `connection` (the HTTP/2 session of the stream) has its
    * share of writes. A frame already being written costs no more memory, so without
    * `maxUnsentBytes` it passes at once.
    */
-  async admit(conn: C, key: object, bytes: number, rank = nextRank(), session?: object): Promise<PendingWrite> {
+  async admit(conn: C, key: object, bytes: number, rank = nextRank(), connection?: object): Promise<PendingWrite> {
+    // a small write is not held to its session's share (sessionWriteMinBytes)
+    const session = bytes >= (this.opts.sessionWriteMinBytes ?? 0) ? connection : undefined;
     if (!this.sessionFull(session) && this.fits(key, bytes, this.waiting.length === 0 || rank < this.waiting[0].rank)) this.reserve(key, bytes, session);
     else {
       await new Promise<void>((go) => {

@@ -210,6 +210,28 @@ describe('WriteGuard', () => {
       g.close();
     });
 
+    it('lets a small write of a connection past its share (an edit\'s few KB to every stream of it go at once)', async () => {
+      const { g } = guard({ maxLiveBytes: 10_000, maxUnsentBytes: 1000, maxWritesPerSession: 1, sessionWriteMinBytes: 100 });
+      const one = {};
+      const big = await g.admit('big', Buffer.alloc(200), 200, undefined, one);
+      const order: string[] = [];
+      const bigger = g.admit('bigger', Buffer.alloc(200), 200, undefined, one).then((w) => (order.push('bigger'), w));
+      await tick();
+      expect(order).toEqual([]);
+      // the large write waits for the connection's share; small ones of the same connection do not
+      const small = await Promise.all([g.admit('s1', Buffer.alloc(10), 10, undefined, one), g.admit('s2', Buffer.alloc(10), 10, undefined, one)]);
+      expect(g.stats()).toMatchObject({ pending: 3, waiting: 1 });
+      for (const w of small) w.end();
+      await tick();
+      expect(order).toEqual([]);
+      big.end();
+      await tick();
+      expect(order).toEqual(['bigger']);
+      (await bigger).end();
+      expect(g.stats()).toMatchObject({ pending: 0, unsentBytes: 0, waiting: 0 });
+      g.close();
+    });
+
     it('does not count a stalled write against its connection\'s share', async () => {
       const { g } = guard({ maxLiveBytes: 10_000, maxUnsentBytes: 1000, maxWritesPerSession: 1 });
       const one = {};
