@@ -54,6 +54,16 @@ spec:
 ---
 `;
 const BASE = serviceEntry('ext', ['10.1.0.1']) + API;
+/** A VirtualService edit: it changes routes, not names or addresses. */
+const EXT_TIMEOUT = `
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: { name: ext, namespace: default }
+spec:
+  hosts: [ext]
+  http: [{ timeout: 3s, route: [{ destination: { host: ext } }] }]
+---
+`;
 
 const node = (meta: Record<string, string>, ns = 'default'): NodeSpec => {
   const n = sidecarNode(ns);
@@ -155,15 +165,7 @@ describe('the name table', () => {
     const first = await table(a);
     const second = await table(b);
     expect(Buffer.from(second.res.resources[0].value).equals(Buffer.from(first.res.resources[0].value))).toBe(true);
-    await h.change(`
-apiVersion: networking.mesh.io/v1
-kind: VirtualService
-metadata: { name: ext, namespace: default }
-spec:
-  hosts: [ext]
-  http: [{ timeout: 3s, route: [{ destination: { host: ext } }] }]
----
-`);
+    await h.change(EXT_TIMEOUT);
     expect(await a.quietTypes()).toEqual([]);
     await h.change(serviceEntry('added', ['10.1.0.5']));
     const next = await a.next();
@@ -186,15 +188,7 @@ spec:
     const before = new Map(NameTable.decode(first.resources[0]!.resource!.value).entries.map((e) => [e.hostname, e]));
     expect(before.get(EXT)?.addresses[0]).toMatch(/^240\.240\./);
     d.ack(first);
-    await h.change(`
-apiVersion: networking.mesh.io/v1
-kind: VirtualService
-metadata: { name: ext, namespace: default }
-spec:
-  hosts: [ext]
-  http: [{ timeout: 3s, route: [{ destination: { host: ext } }] }]
----
-`);
+    await h.change(EXT_TIMEOUT);
     expect(await d.quietTypes()).toEqual([]);
     const from = d.responses.length;
     await h.change(serviceEntry('added', ['10.1.0.5']));
