@@ -184,18 +184,19 @@ export class MeshModel {
   /** A new snapshot; `servicesChanged` false: the registries' services are those of the current one. */
   private buildContext(servicesChanged = true): PushContext {
     const version = `${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}/${++this.versionCounter}`;
-    const reuse = !servicesChanged && this.services !== undefined;
-    const services = reuse && this.services ? this.services : this.registry.services();
+    // the current snapshot's services when the registries did not change them
+    const kept = servicesChanged ? undefined : this.services;
+    const services = kept ?? this.registry.services();
     this.services = services;
     // always allocated; only proxies that ask (DNS_CAPTURE and DNS_AUTO_ALLOCATE) are routed by them
     // and learn them from the name table (docs/adr/0050, 0187)
-    if (!reuse) this.autoAddresses = allocateAddresses(services, this.autoAddresses);
+    if (!kept) this.autoAddresses = allocateAddresses(services, this.autoAddresses);
     // the previous snapshot lends the new one every derived value its changes do not touch
     const previous = this.versionCounter > 1 ? this.push : undefined;
     const jwks = this.opts.jwks;
     const push = PushContext.build({ version, configs: this.store, services, mesh: this.mesh, features: this.opts.features, autoAddresses: this.autoAddresses, previous, credentials: this.opts.credentials?.current(), jwks: jwks?.view() });
     if (jwks && push.policies !== previous?.policies) jwks.want(new Set([...push.policies.jwksUris].filter((u) => !(this.opts.remoteJwks && push.jwksInMesh(u)))));
-    if (!reuse) {
+    if (!kept) {
       this.metrics.services.set(push.services.length);
       const shadowed = this.registry.shadowedServices?.() ?? [];
       this.metrics.duplicateClusters.set(shadowed.length);

@@ -161,12 +161,13 @@ export class AggregateRegistry implements ServiceRegistry {
     return out;
   }
 
-  /** Services left out because an earlier registry defines the same host in the same namespace. */
+  /** The members' computations going on over turns, as one; undefined when none is. */
   computing(): Promise<void> | undefined {
     const busy = this.members.map((m) => m.registry.computing?.()).filter((c) => c !== undefined);
     return busy.length === 0 ? undefined : Promise.all(busy).then(() => undefined);
   }
 
+  /** Services left out because an earlier registry defines the same host in the same namespace. */
   shadowedServices(): ReadonlyArray<string> {
     return this.shadowed;
   }

@@ -608,8 +608,7 @@ export class DiscoveryServer {
       const kind = this.track(conn, known, req.nonce, undefined);
       if (kind === 'initial') {
         known.resendAll = true; // a request without a nonce knows nothing: answer with everything
-        const rank = rankOf(conn, known);
-        await this.requestLimiter.run((slot) => this.pushTypes(conn, [known.typeUrl], undefined, true, slot, undefined, rank), rank);
+        await this.answer(conn, known);
       }
       return;
     }
@@ -634,8 +633,7 @@ export class DiscoveryServer {
     if (kind === 'initial' || namesChanged) {
       // A changed subscription is always answered, even when the resulting set is unchanged, so a
       // client asking for a name that does not exist learns it at once instead of waiting on a timer.
-      const rank = rankOf(conn, watch);
-      await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, undefined, rank), rank);
+      await this.answer(conn, watch);
     }
   }
 
@@ -666,8 +664,7 @@ export class DiscoveryServer {
     if (first || !watch.names) {
       // a first subscription by name is answered like any later one: what exists, and what does not
       const only = watch.names && generatorNames(conn, watch);
-      const rank = rankOf(conn, watch);
-      if (first) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, only, rank), rank);
+      if (first) await this.answer(conn, watch, only);
       return;
     }
     // Work proportional to the change (issue 15): the subscription is edited in place, an
@@ -697,8 +694,7 @@ export class DiscoveryServer {
     for (const n of added) names.add(intern(n));
     watch.namesByteCount = bytes + addedBytes;
     if (added.size > 0) watch.namesView = undefined;
-    const rank = rankOf(conn, watch);
-    if (added.size > 0) await this.requestLimiter.run((slot) => this.pushTypes(conn, [typeUrl], undefined, true, slot, added, rank), rank);
+    if (added.size > 0) await this.answer(conn, watch, added);
   }
 
   /**
@@ -746,6 +742,15 @@ export class DiscoveryServer {
     // Told after the push, not before: observers learn of the snapshot from the same model event,
     // after this push was queued. A type the client asked for again meanwhile has its own answer.
     for (const [watch, sent] of untouched) if (!conn.closed && watch.snapshotSent === sent) this.unchangedAt(conn, watch, model);
+  }
+
+  /**
+   * Answers a client's request of `watch`'s type with a request slot, in the connection's line
+   * (rankOf); `only` (delta): the names just subscribed.
+   */
+  private answer(conn: Connection, watch: WatchState, only?: ReadonlySet<string>): Promise<void> {
+    const rank = rankOf(conn, watch);
+    return this.requestLimiter.run((slot) => this.pushTypes(conn, [watch.typeUrl], undefined, true, slot, only, rank), rank);
   }
 
   /**
