@@ -6,7 +6,7 @@ import type { MeshSettings } from './mesh-settings.js';
 import type { Proxy } from './proxy.js';
 import { labelsMatch, type Service } from './service.js';
 import { EMPTY_JWKS_VIEW, type JwksEntry, type JwksView } from './policy/jwks.js';
-import { PolicyIndex } from './policy/index.js';
+import { PolicyIndex, policyInputs as policyInputsOf } from './policy/index.js';
 import { CACERT_SUFFIX, CredentialSet, type CredentialLookup } from './credentials.js';
 
 /** A VirtualService after host resolution, gateway resolution and delegate merging. */
@@ -107,7 +107,7 @@ export class PushContext {
    * lists by kind): a next snapshot given the same object shares the index instead of building it.
    */
   private readonly inputs: SnapshotInputs;
-  /** The store's lists the policy index was built from (policyInputsOf). */
+  /** The store's lists the policy index was built from (policy/index.ts policyInputs). */
   private readonly policyInputs: ReadonlyArray<ReadonlyArray<ConfigObject>>;
   private readonly autoAddresses: ReadonlyMap<string, string>;
   private readonly credentialSet: CredentialSet;
@@ -787,11 +787,6 @@ interface SnapshotInputs {
   readonly dr: ReadonlyArray<ConfigObject<DestinationRule>>;
   readonly gateways: ReadonlyArray<ConfigObject<Gateway>>;
   readonly sidecars: ReadonlyArray<ConfigObject<Sidecar>>;
-}
-
-/** The store's lists the policy index reads its policies from. */
-function policyInputsOf(configs: ConfigStore): ReadonlyArray<ReadonlyArray<ConfigObject>> {
-  return [configs.list('PeerAuthentication'), configs.list('AuthorizationPolicy'), configs.list('RequestAuthentication')];
 }
 
 /** The fields changesBetween compares and the next snapshot shares (private to the class, read here only). */

@@ -1,7 +1,7 @@
 /**
  * What the transport lets clients hold while it writes to them (docs/adr/0055).
  *
- * A write is *admitted* against two budgets, and waits, in arrival order, while it would pass either:
+ * A write is *admitted* against two budgets, and waits, in rank order (arrival order by default), while it would pass either:
  *
  * - bytes being written (`maxLiveBytes`), counted per frame, not per write: the same shared frame
  *   written to 2,000 streams costs its length once (it is one buffer), while a frame built for one

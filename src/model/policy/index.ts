@@ -99,6 +99,14 @@ function labelsKey(labels: Readonly<Record<string, string>>): string {
     .join(',');
 }
 
+/**
+ * The store's lists a policy index reads its policies from, in one order: a snapshot whose lists
+ * are these very objects (and whose other inputs are the same) may keep the previous index.
+ */
+export function policyInputs(configs: ConfigStore): readonly [ReadonlyArray<ConfigObject<PeerAuthentication>>, ReadonlyArray<ConfigObject<AuthorizationPolicy>>, ReadonlyArray<ConfigObject<RequestAuthentication>>] {
+  return [configs.list<PeerAuthentication>('PeerAuthentication'), configs.list<AuthorizationPolicy>('AuthorizationPolicy'), configs.list<RequestAuthentication>('RequestAuthentication')];
+}
+
 export class PolicyIndex {
   readonly mesh: MeshSettings;
   /** Every PeerAuthentication by namespace, oldest first. */
@@ -124,14 +132,15 @@ export class PolicyIndex {
 
   constructor(input: PolicyIndexInput) {
     this.mesh = input.mesh;
-    const pas = [...input.configs.list<PeerAuthentication>('PeerAuthentication')].sort(byAge);
+    const [paList, apList, raList] = policyInputs(input.configs);
+    const pas = [...paList].sort(byAge);
     for (const pa of pas) {
       const list = this.peerAuthn.get(pa.meta.namespace) ?? [];
       list.push({ source: pa, selector: hasLabels(pa.spec.selector?.matchLabels) ? pa.spec.selector.matchLabels : undefined });
       this.peerAuthn.set(pa.meta.namespace, list);
     }
     this.peerAuthnKey = pas.map((p) => objectId(p)).join(',');
-    const aps = [...input.configs.list<AuthorizationPolicy>('AuthorizationPolicy')].sort(byName);
+    const aps = [...apList].sort(byName);
     for (const ap of aps) {
       const action = ap.spec.action ?? 'ALLOW';
       const entry: AuthzPolicy = {
@@ -148,7 +157,7 @@ export class PolicyIndex {
       this.authz.set(entry.namespace, list);
     }
     this.hasAuthz = aps.length > 0;
-    const ras = [...input.configs.list<RequestAuthentication>('RequestAuthentication')].sort(byName);
+    const ras = [...raList].sort(byName);
     const uris = new Set<string>();
     for (const ra of ras) {
       const list = this.authn.get(ra.meta.namespace) ?? [];
