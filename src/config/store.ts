@@ -240,7 +240,7 @@ export class MemoryConfigStore implements ConfigStore {
     }
     entries.delete(id);
     this.sortedCache.delete(kind);
-    batch.events.push({ type: 'delete', kind, object: current.object });
+    batch.event({ type: 'delete', kind, object: current.object });
     batch.deleted++;
   }
 
@@ -277,10 +277,10 @@ export class MemoryConfigStore implements ConfigStore {
     entries.set(id, { object, origin, hash });
     this.sortedCache.delete(kind);
     if (current) {
-      batch.events.push({ type: 'update', kind, object, previous: current.object });
+      batch.event({ type: 'update', kind, object, previous: current.object });
       batch.updated++;
     } else {
-      batch.events.push({ type: 'add', kind, object });
+      batch.event({ type: 'add', kind, object });
       batch.added++;
     }
   }
@@ -296,8 +296,6 @@ export class MemoryConfigStore implements ConfigStore {
 
   private finish(batch: Batch): ApplyResult {
     const errors: unknown[] = [];
-    const at = batch.observedAt;
-    if (at !== undefined) for (let i = 0; i < batch.events.length; i++) batch.events[i] = { ...batch.events[i], observedAt: at };
     for (const event of batch.events) {
       for (const handler of [...this.handlers]) {
         try {
@@ -323,8 +321,12 @@ export class MemoryConfigStore implements ConfigStore {
 }
 
 class Batch {
-  constructor(readonly observedAt?: number) {}
+  constructor(private readonly observedAt?: number) {}
   readonly events: ConfigEvent[] = [];
+  /** Records an event, dated by when its source saw the change (when it said). */
+  event(e: ConfigEvent): void {
+    this.events.push(this.observedAt === undefined ? e : { ...e, observedAt: this.observedAt });
+  }
   readonly rejections: ConfigRejection[] = [];
   added = 0;
   updated = 0;
