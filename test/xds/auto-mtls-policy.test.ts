@@ -65,7 +65,8 @@ describe('auto mutual TLS and the destination’s PeerAuthentication', () => {
     try {
       expect(marks(m)).toEqual({ '10.1.0.1': true, '10.1.0.2': false });
       const c = m.generate(client, TypeUrl.Cluster).find((x) => x.name === SHOP)!;
-      expect(c.transportSocketMatches.map((t) => t.name)).toEqual(['tlsMode-mesh', 'tlsMode-disabled']);
+      expect(c.transportSocketMatches.map((t) => t.name)).toEqual(['tlsMode-mesh']);
+      expect(c.transportSocket).toBeUndefined();
     } finally {
       m.stop();
     }

@@ -206,7 +206,11 @@ spec:
     const names = clusters.map((c) => c.name);
     expect(names).toEqual(expect.arrayContaining(['outbound|7070|v1|echo.default.svc.cluster.local', 'inbound|17070||', 'PassthroughCluster', 'BlackHoleCluster', 'InboundPassthroughClusterIpv4']));
     const echo = clusters.find((c) => c.name === 'outbound|7070||echo.default.svc.cluster.local')!;
-    expect(echo.transportSocketMatches.map((t) => t.name)).toEqual(['tlsMode-mesh', 'tlsMode-disabled']);
+    expect(echo.transportSocketMatches.map((t) => t.name)).toEqual(['tlsMode-mesh']);
+    // endpoints without the label: the cluster's own socket, unset (plaintext)
+    expect(echo.transportSocket).toBeUndefined();
+    // EDS asks for the cluster's own name (no service_name spelled out)
+    expect(echo.edsClusterConfig?.serviceName).toBe('');
   });
 
   it('is referentially complete', () => {

@@ -276,11 +276,12 @@ describe('client TLS on outbound clusters', () => {
     const m2 = modelFromYaml('');
     try {
       const c = m2.generate(proxy, TypeUrl.Cluster).find((x) => x.name === 'outbound|9080||ratings.default.svc.cluster.local')!;
-      expect(c.transportSocketMatches.map((t) => t.name)).toEqual(['tlsMode-mesh', 'tlsMode-disabled']);
+      expect(c.transportSocketMatches.map((t) => t.name)).toEqual(['tlsMode-mesh']);
       const ctx = UpstreamTlsContext.decode(c.transportSocketMatches[0].transportSocket!.typedConfig!.value);
       expect(ctx.sni).toBe('outbound_.9080_._.ratings.default.svc.cluster.local');
       expect(ctx.commonTlsContext?.combinedValidationContext?.defaultValidationContext?.matchTypedSubjectAltNames.map((s) => s.matcher?.exact)).toEqual(['spiffe://cluster.local/ns/default/sa/ratings']);
-      expect(c.transportSocketMatches[1].transportSocket?.name).toBe('envoy.transport_sockets.raw_buffer');
+      // no match: the cluster's own transport socket, which unset is plaintext (raw_buffer)
+      expect(c.transportSocket).toBeUndefined();
     } finally {
       m2.stop();
     }

@@ -11,7 +11,6 @@ import {
 } from '../../gen/envoy/config/cluster/v3/cluster.js';
 import { ApiVersion } from '../../gen/envoy/config/core/v3/config_source.js';
 import { HttpProtocolOptions } from '../../gen/envoy/extensions/upstreams/http/v3/http_protocol_options.js';
-import { RawBuffer } from '../../gen/envoy/extensions/transport_sockets/raw_buffer/v3/raw_buffer.js';
 import type { KeepaliveSettings } from '../../gen/envoy/config/core/v3/protocol.js';
 import type { Duration } from '../../gen/google/protobuf/duration.js';
 import type { TrafficPolicy } from '../../config/spec-types.js';
@@ -88,7 +87,8 @@ export function buildOutboundCluster(input: OutboundClusterInput): Cluster {
   switch (service.resolution) {
     case 'ClientSideLB':
       c.type = Cluster_DiscoveryType.EDS;
-      c.edsClusterConfig = { edsConfig: ADS_CONFIG, serviceName: name };
+      // no service_name: Envoy and gRPC then ask EDS for the cluster's own name (ADR 0210)
+      c.edsClusterConfig = { edsConfig: ADS_CONFIG };
       break;
     case 'DNS':
     case 'DNSRoundRobin':
@@ -118,10 +118,11 @@ export function buildOutboundCluster(input: OutboundClusterInput): Cluster {
   if (tls) c.transportSocket = tls;
   else if (input.proxyless && input.proxylessMeshTls) c.transportSocket = meshClientTls('provider', meshSni(name), identitiesOf(service), []);
   else if (!input.proxyless && mesh.enableAutoMtls && !service.meshExternal && !policy?.tls) {
-    // auto mutual TLS: mesh TLS toward endpoints labelled as having a sidecar, plaintext toward the others
+    // auto mutual TLS: mesh TLS toward endpoints labelled as having a sidecar, plaintext toward the
+    // others: an endpoint no match selects gets the cluster's transport socket, which unset is
+    // plaintext (raw_buffer), so the catch-all plaintext match is not spelled out (ADR 0210)
     c.transportSocketMatches = [
       { name: 'tlsMode-mesh', match: { tlsMode: 'mesh' }, transportSocket: meshClientTls('sds', meshSni(name), identitiesOf(service), [MESH_ALPN, 'h2', 'http/1.1']) },
-      { name: 'tlsMode-disabled', match: {}, transportSocket: { name: Filters.rawBuffer, typedConfig: pack('envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer', RawBuffer, {}) } },
     ];
   }
   return msg(Cluster, c);

@@ -319,7 +319,9 @@ function sniDnatClusters(outbound: ReadonlyArray<EncodedResource>, cache: Resour
     cache.getOrBuild('cds', `sni-dnat|${r.name}|${r.version}`, () => {
       const c = Cluster.decode(Any.decode(r.any).value);
       const name = meshSni(r.name);
-      const dnat = { ...c, name, transportSocket: undefined, transportSocketMatches: [] };
+      // an EDS cluster keeps asking for the assignment of the cluster it copies (outbound ones name none)
+      const edsClusterConfig = c.edsClusterConfig ? { ...c.edsClusterConfig, serviceName: c.edsClusterConfig.serviceName || r.name } : undefined;
+      const dnat = { ...c, name, edsClusterConfig, transportSocket: undefined, transportSocketMatches: [] };
       return { name, typeUrl: TypeUrl.Cluster, bytes: encode(Cluster, Cluster.fromPartial(dnat)) };
     }),
   );
