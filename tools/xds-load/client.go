@@ -19,14 +19,19 @@ const (
 	deltaMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
 )
 
-// rawCodec passes requests through as bytes (envelopes are written by hand, wire.go) and reads a
+// rawCodec passes requests through as their pieces (envelopes are written by hand, wire.go) and reads a
 // response where the transport holds it: Unmarshal decodes what the client needs (decoded) while
 // the bytes are still the transport's, so a response of megabytes is never copied again. Only a
 // message the transport holds in several buffers is first gathered into a pooled one.
 type rawCodec struct{}
 
 func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(*(v.(*[]byte)))}, nil
+	req := *(v.(*request))
+	out := make(mem.BufferSlice, len(req))
+	for i, p := range req {
+		out[i] = mem.SliceBuffer(p)
+	}
+	return out, nil
 }
 
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
@@ -120,6 +125,9 @@ func (w *watch) holds(names []string) bool {
 	}
 	if w == nil || w.base == nil {
 		return false
+	}
+	if len(w.extra) == 0 {
+		return w.base.covers(names)
 	}
 	for _, n := range names {
 		if !w.has(n) {
@@ -225,7 +233,7 @@ func capturesDNS(md map[string]any) bool {
 	return ok && strings.EqualFold(v, "true")
 }
 
-func (c *client) send(msg []byte) error {
+func (c *client) send(msg request) error {
 	return c.stream.SendMsg(&msg)
 }
 
@@ -451,6 +459,27 @@ func covers(info *listInfo, names []string) bool {
 		}
 	}
 	return true
+}
+
+// covers is covers(li, names) for a names list the clients share (a list of another shared
+// summary): looked up once per list, not once per client.
+func (li *listInfo) covers(names []string) bool {
+	key := listKey{first: &names[0], n: len(names)}
+	li.mu.Lock()
+	v, ok := li.covered[key]
+	li.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = covers(li, names)
+	li.mu.Lock()
+	if li.covered == nil || len(li.covered) >= 64 {
+		// lists of per-client views (delta) come and go: keep a few
+		li.covered = map[listKey]bool{}
+	}
+	li.covered[key] = v
+	li.mu.Unlock()
+	return v
 }
 
 func (c *client) complete() bool {

@@ -92,7 +92,15 @@ type listInfo struct {
 	// encoded resource_names blocks of requests for edsClusters / routeNames / routeClusters,
 	// built once (SotW requests repeat them in every ACK).
 	blocks map[string][]byte
-	mu     sync.Mutex
+	// covers results by names list (a list is immutable once built, so its identity names it)
+	covered map[listKey]bool
+	mu      sync.Mutex
+}
+
+// listKey names a []string by the identity of its backing array and its length.
+type listKey struct {
+	first *string
+	n     int
 }
 
 var errTruncated = errors.New("truncated message")

@@ -17,14 +17,15 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// response is a parsed response envelope; resources are views into the received buffer.
+// response is a parsed response envelope. Its resources are not collected: the memo hashes their
+// span and walks it (eachResource) only when no client has received the same bytes before.
 type response struct {
-	version   string
-	typeURL   string
-	nonce     string
-	resources [][]byte // Any bytes (SotW) or Resource bytes (delta)
-	removed   []string // delta only
-	span      []byte   // the bytes from the first to the last resource field
+	version string
+	typeURL string
+	nonce   string
+	count   int      // resources
+	removed []string // delta only
+	span    []byte   // the bytes from the first to the last resource field
 }
 
 func parseResponse(b []byte, delta bool) (*response, error) {
@@ -55,7 +56,7 @@ func parseResponse(b []byte, delta bool) (*response, error) {
 		case 1:
 			r.version = string(p)
 		case 2:
-			r.resources = append(r.resources, p)
+			r.count++
 			if start < 0 {
 				start = fieldStart
 			}
@@ -74,6 +75,17 @@ func parseResponse(b []byte, delta bool) (*response, error) {
 		r.span = b[start:end]
 	}
 	return r, nil
+}
+
+// eachResource calls fn with each resource of the span (Any bytes in SotW, Resource bytes in delta);
+// other fields between the first and the last resource are skipped.
+func (r *response) eachResource(fn func([]byte) error) error {
+	return fields(r.span, func(num protowire.Number, typ protowire.Type, p []byte, _ uint64) error {
+		if num == 2 && typ == protowire.BytesType {
+			return fn(p)
+		}
+		return nil
+	})
 }
 
 // deltaResource returns the name and the Any of a delta Resource (nil Any: the server sent a
@@ -123,21 +135,38 @@ func appendBytesField(b []byte, num protowire.Number, p []byte) []byte {
 	return protowire.AppendBytes(b, p)
 }
 
+// request is an encoded request in pieces sent one after the other: a SotW ACK repeats a names
+// block of up to a megabyte, shared by every client subscribed to the same names, which is handed
+// to the transport as it is instead of being copied into a buffer per request.
+type request [][]byte
+
 // sotwRequest assembles a DiscoveryRequest; node is the encoded Node message or nil.
-func sotwRequest(version string, node []byte, names []byte, typeURL, nonce string) []byte {
-	out := make([]byte, 0, len(version)+len(node)+len(names)+len(typeURL)+len(nonce)+16)
-	out = appendString(out, 1, version)
+func sotwRequest(version string, node []byte, names []byte, typeURL, nonce string) request {
+	head := make([]byte, 0, len(version)+len(node)+16)
+	head = appendString(head, 1, version)
 	if node != nil {
-		out = appendBytesField(out, 2, node)
+		head = appendBytesField(head, 2, node)
 	}
-	out = append(out, names...)
-	out = appendString(out, 4, typeURL)
-	out = appendString(out, 5, nonce)
+	tail := make([]byte, 0, len(typeURL)+len(nonce)+8)
+	tail = appendString(tail, 4, typeURL)
+	tail = appendString(tail, 5, nonce)
+	if len(names) == 0 {
+		return request{append(head, tail...)}
+	}
+	return request{head, names, tail}
+}
+
+// bytes joins the pieces (tests).
+func (r request) bytes() []byte {
+	var out []byte
+	for _, p := range r {
+		out = append(out, p...)
+	}
 	return out
 }
 
 // deltaRequest assembles a DeltaDiscoveryRequest.
-func deltaRequest(node []byte, typeURL string, subscribe, unsubscribe []string, nonce string) []byte {
+func deltaRequest(node []byte, typeURL string, subscribe, unsubscribe []string, nonce string) request {
 	out := make([]byte, 0, 64)
 	if node != nil {
 		out = appendBytesField(out, 1, node)
@@ -146,7 +175,7 @@ func deltaRequest(node []byte, typeURL string, subscribe, unsubscribe []string, 
 	out = append(out, namesBlock(3, subscribe)...)
 	out = append(out, namesBlock(4, unsubscribe)...)
 	out = appendString(out, 6, nonce)
-	return out
+	return request{out}
 }
 
 // memo shares decoded content between clients: one decode per distinct resource span. Keys are
@@ -182,7 +211,7 @@ func newMemo() *memo {
 // info decodes a SotW response's resources (Anys), or a delta response's (Resources), once per
 // distinct content.
 func (m *memo) info(k kind, r *response, delta bool) (*listInfo, error) {
-	key := memoKey{kind: k, length: len(r.span), count: len(r.resources), hash: maphash.Bytes(m.seed, r.span)}
+	key := memoKey{kind: k, length: len(r.span), count: r.count, hash: maphash.Bytes(m.seed, r.span)}
 	m.mu.Lock()
 	e := m.entries[key]
 	if e == nil {
@@ -197,27 +226,29 @@ func (m *memo) info(k kind, r *response, delta bool) (*listInfo, error) {
 	}
 	m.mu.Unlock()
 	e.once.Do(func() {
-		res := make([]*resInfo, 0, len(r.resources))
-		for _, raw := range r.resources {
+		res := make([]*resInfo, 0, r.count)
+		e.err = r.eachResource(func(raw []byte) error {
 			anyBytes := raw
 			if delta {
 				name, a, err := deltaResource(raw)
 				if err != nil {
-					e.err = err
-					return
+					return err
 				}
 				if a == nil {
 					res = append(res, &resInfo{name: name})
-					continue
+					return nil
 				}
 				anyBytes = a
 			}
 			ri, err := decodeResource(k, anyBytes)
 			if err != nil {
-				e.err = err
-				return
+				return err
 			}
 			res = append(res, ri)
+			return nil
+		})
+		if e.err != nil {
+			return
 		}
 		e.info = summarize(res)
 	})
