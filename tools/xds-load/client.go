@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
@@ -20,9 +19,9 @@ const (
 )
 
 // rawCodec passes requests through as their pieces (envelopes are written by hand, wire.go) and reads a
-// response where the transport holds it: Unmarshal decodes what the client needs (decoded) while
-// the bytes are still the transport's, so a response of megabytes is never copied again. Only a
-// message the transport holds in several buffers is first gathered into a pooled one.
+// response where the transport holds it, in the buffers it arrived in: Unmarshal reads what the
+// client needs (decoded) while the bytes are still the transport's, so a response of megabytes is
+// neither joined nor copied (its resources are, once, when no client received them before).
 type rawCodec struct{}
 
 func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
@@ -36,19 +35,11 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	d := v.(*decoded)
-	if len(data) == 1 {
-		d.read(data[0].ReadOnlyData())
-		return nil
+	bufs := make([][]byte, len(data))
+	for i, b := range data {
+		bufs[i] = b.ReadOnlyData()
 	}
-	n := data.Len()
-	bp := bufPool.Get().(*[]byte)
-	if cap(*bp) < n {
-		*bp = make([]byte, n, n+n/4)
-	}
-	*bp = (*bp)[:n]
-	data.CopyTo(*bp)
-	d.read(*bp)
-	bufPool.Put(bp)
+	d.read(bufs, data.Len())
 	return nil
 }
 
@@ -69,11 +60,11 @@ type decoded struct {
 	nameTable bool
 }
 
-func (d *decoded) read(buf []byte) {
+func (d *decoded) read(bufs [][]byte, size int) {
 	d.at = now()
-	d.size = len(buf)
+	d.size = size
 	delta := d.c.d.cfg.Delta
-	r, err := parseResponse(buf, delta)
+	r, err := parseResponse(bufs, delta, d.c.d.memo.seed)
 	if err != nil {
 		d.err = fmt.Errorf("malformed response: %w", err)
 		return
@@ -88,13 +79,11 @@ func (d *decoded) read(buf []byte) {
 		return
 	}
 	d.kind, d.version, d.nonce, d.removed = k, r.version, r.nonce, r.removed
-	d.info, d.err = d.c.d.memo.info(k, r, delta)
+	d.info, d.err = d.c.d.memo.info(k, r, bufs, delta)
 	if d.err != nil {
 		d.err = fmt.Errorf("%s response: %w", kindNames[k], d.err)
 	}
 }
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64*1024); return &b }}
 
 // watch is one client's subscription of one type and what it holds of it.
 type watch struct {

@@ -11,76 +11,180 @@ package main
 //	Resource               { version = 1; resource = 2; name = 3 }
 
 import (
+	"errors"
+	"fmt"
 	"hash/maphash"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// response is a parsed response envelope. Its resources are not collected: the memo hashes their
-// span and walks it (eachResource) only when no client has received the same bytes before.
+// response is a parsed response envelope. Its resources are not collected: they are hashed as the
+// envelope is read, and walked (eachResource over gather's bytes) only when no client has received
+// the same resources before.
 type response struct {
 	version string
 	typeURL string
 	nonce   string
 	count   int      // resources
+	length  int      // bytes of the resource fields, tags included
+	hash    uint64   // of those bytes (maphash with the memo's seed)
 	removed []string // delta only
-	span    []byte   // the bytes from the first to the last resource field
 }
 
-func parseResponse(b []byte, delta bool) (*response, error) {
-	r := &response{}
-	start, end := -1, -1
-	pos := 0
-	for pos < len(b) {
-		fieldStart := pos
-		num, typ, n := protowire.ConsumeTag(b[pos:])
-		if n < 0 {
-			return nil, protowire.ParseError(n)
+// pieces reads a message held in several buffers (as the transport holds a long one) without
+// joining them.
+type pieces struct {
+	p   [][]byte
+	i   int
+	off int
+}
+
+func (c *pieces) more() bool {
+	for c.i < len(c.p) && c.off == len(c.p[c.i]) {
+		c.i++
+		c.off = 0
+	}
+	return c.i < len(c.p)
+}
+
+func (c *pieces) varint() (uint64, error) {
+	var v uint64
+	for shift := 0; shift < 64; shift += 7 {
+		if !c.more() {
+			return 0, errTruncated
 		}
-		pos += n
-		if typ != protowire.BytesType {
-			m := protowire.ConsumeFieldValue(num, typ, b[pos:])
-			if m < 0 {
-				return nil, protowire.ParseError(m)
-			}
-			pos += m
-			continue
-		}
-		p, m := protowire.ConsumeBytes(b[pos:])
-		if m < 0 {
-			return nil, protowire.ParseError(m)
-		}
-		pos += m
-		switch num {
-		case 1:
-			r.version = string(p)
-		case 2:
-			r.count++
-			if start < 0 {
-				start = fieldStart
-			}
-			end = pos
-		case 4:
-			r.typeURL = string(p)
-		case 5:
-			r.nonce = string(p)
-		case 6:
-			if delta {
-				r.removed = append(r.removed, string(p))
-			}
+		b := c.p[c.i][c.off]
+		c.off++
+		v |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return v, nil
 		}
 	}
-	if start >= 0 {
-		r.span = b[start:end]
+	return 0, errors.New("varint overflow")
+}
+
+// take passes the next n bytes to fn, a run of one buffer at a time.
+func (c *pieces) take(n uint64, fn func([]byte)) error {
+	for n > 0 {
+		if !c.more() {
+			return errTruncated
+		}
+		run := c.p[c.i][c.off:]
+		if uint64(len(run)) > n {
+			run = run[:n]
+		}
+		if fn != nil {
+			fn(run)
+		}
+		c.off += len(run)
+		n -= uint64(len(run))
+	}
+	return nil
+}
+
+func (c *pieces) str(n uint64) (string, error) {
+	if c.more() && uint64(len(c.p[c.i])-c.off) >= n {
+		s := string(c.p[c.i][c.off : c.off+int(n)])
+		c.off += int(n)
+		return s, nil
+	}
+	var b []byte
+	err := c.take(n, func(run []byte) { b = append(b, run...) })
+	return string(b), err
+}
+
+// readResponse reads the envelope of a response held in one or more buffers. Each resource field
+// (tag, length, payload) goes to onResource in runs, in order; the scalar fields are kept.
+func readResponse(bufs [][]byte, delta bool, onResource func([]byte)) (*response, error) {
+	r := &response{}
+	c := &pieces{p: bufs}
+	var head []byte
+	for c.more() {
+		tag, err := c.varint()
+		if err != nil {
+			return nil, err
+		}
+		num, typ := protowire.DecodeTag(tag)
+		if num <= 0 {
+			return nil, errors.New("invalid field number")
+		}
+		switch typ {
+		case protowire.VarintType:
+			if _, err := c.varint(); err != nil {
+				return nil, err
+			}
+			continue
+		case protowire.Fixed64Type:
+			if err := c.take(8, nil); err != nil {
+				return nil, err
+			}
+			continue
+		case protowire.Fixed32Type:
+			if err := c.take(4, nil); err != nil {
+				return nil, err
+			}
+			continue
+		case protowire.BytesType:
+		default:
+			return nil, fmt.Errorf("unsupported wire type %d", typ)
+		}
+		n, err := c.varint()
+		if err != nil {
+			return nil, err
+		}
+		switch num {
+		case 1:
+			r.version, err = c.str(n)
+		case 2:
+			r.count++
+			head = protowire.AppendVarint(protowire.AppendTag(head[:0], 2, protowire.BytesType), n)
+			r.length += len(head) + int(n)
+			onResource(head)
+			err = c.take(n, onResource)
+		case 4:
+			r.typeURL, err = c.str(n)
+		case 5:
+			r.nonce, err = c.str(n)
+		case 6:
+			var name string
+			name, err = c.str(n)
+			if delta {
+				r.removed = append(r.removed, name)
+			}
+		default:
+			err = c.take(n, nil)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
 
-// eachResource calls fn with each resource of the span (Any bytes in SotW, Resource bytes in delta);
-// other fields between the first and the last resource are skipped.
-func (r *response) eachResource(fn func([]byte) error) error {
-	return fields(r.span, func(num protowire.Number, typ protowire.Type, p []byte, _ uint64) error {
+// parseResponse reads a response's envelope and hashes its resources with seed.
+func parseResponse(bufs [][]byte, delta bool, seed maphash.Seed) (*response, error) {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	r, err := readResponse(bufs, delta, func(run []byte) { h.Write(run) })
+	if err != nil {
+		return nil, err
+	}
+	r.hash = h.Sum64()
+	return r, nil
+}
+
+// resourceBytes joins the resource fields of a response (a repeated field 2, as eachResource reads it).
+func resourceBytes(bufs [][]byte, length int) []byte {
+	out := make([]byte, 0, length)
+	_, _ = readResponse(bufs, false, func(run []byte) { out = append(out, run...) })
+	return out
+}
+
+// eachResource calls fn with each resource of joined resource fields (Any bytes in SotW, Resource
+// bytes in delta).
+func eachResource(span []byte, fn func([]byte) error) error {
+	return fields(span, func(num protowire.Number, typ protowire.Type, p []byte, _ uint64) error {
 		if num == 2 && typ == protowire.BytesType {
 			return fn(p)
 		}
@@ -209,9 +313,9 @@ func newMemo() *memo {
 }
 
 // info decodes a SotW response's resources (Anys), or a delta response's (Resources), once per
-// distinct content.
-func (m *memo) info(k kind, r *response, delta bool) (*listInfo, error) {
-	key := memoKey{kind: k, length: len(r.span), count: r.count, hash: maphash.Bytes(m.seed, r.span)}
+// distinct content; bufs hold the response (read again only to decode content not seen before).
+func (m *memo) info(k kind, r *response, bufs [][]byte, delta bool) (*listInfo, error) {
+	key := memoKey{kind: k, length: r.length, count: r.count, hash: r.hash}
 	m.mu.Lock()
 	e := m.entries[key]
 	if e == nil {
@@ -227,7 +331,7 @@ func (m *memo) info(k kind, r *response, delta bool) (*listInfo, error) {
 	m.mu.Unlock()
 	e.once.Do(func() {
 		res := make([]*resInfo, 0, r.count)
-		e.err = r.eachResource(func(raw []byte) error {
+		e.err = eachResource(resourceBytes(bufs, r.length), func(raw []byte) error {
 			anyBytes := raw
 			if delta {
 				name, a, err := deltaResource(raw)

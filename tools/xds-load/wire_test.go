@@ -29,34 +29,60 @@ func sotwResponse(version, nonce string, resources ...[]byte) []byte {
 	return appendString(b, 5, nonce)
 }
 
+// split cuts b into pieces of n bytes (the last shorter), as the transport holds a long message.
+func split(b []byte, n int) [][]byte {
+	var out [][]byte
+	for len(b) > n {
+		out = append(out, b[:n])
+		b = b[n:]
+	}
+	return append(out, b)
+}
+
 func TestResponsesOfTheSameBytesAreDecodedOnce(t *testing.T) {
 	m := newMemo()
 	body := sotwResponse("v1", "n1", anyCluster("a", true), anyCluster("b", false), anyCluster("c", true))
-	r, err := parseResponse(body, false)
+	bufs := [][]byte{body}
+	r, err := parseResponse(bufs, false, m.seed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.version != "v1" || r.nonce != "n1" || r.typeURL != typeCluster || r.count != 3 {
 		t.Fatalf("envelope: %+v", r)
 	}
-	li, err := m.info(cds, r, false)
+	li, err := m.info(cds, r, bufs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(li.names) != 3 || len(li.edsClusters) != 2 || li.edsClusters[0] != "a" || li.edsClusters[1] != "c" {
 		t.Fatalf("decoded: names %v eds %v", li.names, li.edsClusters)
 	}
-	// the same resources under another nonce: shared, not decoded again
-	r2, _ := parseResponse(sotwResponse("v1", "n2", anyCluster("a", true), anyCluster("b", false), anyCluster("c", true)), false)
-	li2, _ := m.info(cds, r2, false)
-	if li2 != li || m.decodes != 1 || m.hits != 1 {
-		t.Fatalf("second response: same summary %v, decodes %d hits %d", li2 == li, m.decodes, m.hits)
+	// the same resources under another nonce, held in pieces of every size: shared, not decoded again
+	other := sotwResponse("v1", "n2", anyCluster("a", true), anyCluster("b", false), anyCluster("c", true))
+	for n := 1; n <= len(other); n++ {
+		pieces := split(other, n)
+		r2, err := parseResponse(pieces, false, m.seed)
+		if err != nil {
+			t.Fatalf("pieces of %d: %v", n, err)
+		}
+		if r2.nonce != "n2" || r2.version != "v1" || r2.count != 3 {
+			t.Fatalf("pieces of %d: envelope %+v", n, r2)
+		}
+		li2, _ := m.info(cds, r2, pieces, false)
+		if li2 != li || m.decodes != 1 {
+			t.Fatalf("pieces of %d: same summary %v, decodes %d", n, li2 == li, m.decodes)
+		}
 	}
-	// other resources: decoded
-	r3, _ := parseResponse(sotwResponse("v2", "n3", anyCluster("a", true)), false)
-	li3, _ := m.info(cds, r3, false)
-	if li3 == li || len(li3.names) != 1 || m.decodes != 2 {
-		t.Fatalf("third response: names %v decodes %d", li3.names, m.decodes)
+	// other resources, in pieces: decoded from them
+	third := sotwResponse("v2", "n3", anyCluster("a", true), anyCluster("d", true))
+	r3, _ := parseResponse(split(third, 3), false, m.seed)
+	li3, err := m.info(cds, r3, split(third, 3), false)
+	if err != nil || li3 == li || len(li3.names) != 2 || li3.names["d"] == nil || m.decodes != 2 {
+		t.Fatalf("third response: names %v decodes %d err %v", li3.names, m.decodes, err)
+	}
+	// a response cut short is refused
+	if _, err := parseResponse(split(body[:len(body)-3], 4), false, m.seed); err == nil {
+		t.Fatal("a truncated response was read")
 	}
 }
 
@@ -85,8 +111,9 @@ func TestARequestInPiecesIsTheWholeRequest(t *testing.T) {
 
 func TestHoldsAnswersPerList(t *testing.T) {
 	m := newMemo()
-	r, _ := parseResponse(sotwResponse("v1", "n1", anyCluster("a", true), anyCluster("b", true)), false)
-	li, _ := m.info(cds, r, false)
+	bufs := [][]byte{sotwResponse("v1", "n1", anyCluster("a", true), anyCluster("b", true))}
+	r, _ := parseResponse(bufs, false, m.seed)
+	li, _ := m.info(cds, r, bufs, false)
 	w := &watch{base: li}
 	have := []string{"a", "b"}
 	missing := []string{"a", "z"}
