@@ -14,21 +14,22 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // response is a parsed response envelope. Its resources are not collected: they are hashed as the
-// envelope is read, and walked (eachResource over gather's bytes) only when no client has received
-// the same resources before.
+// envelope is read, and joined and walked (resourceBytes, eachResource) only when no client has
+// received the same resources before.
 type response struct {
 	version string
 	typeURL string
 	nonce   string
 	count   int      // resources
 	length  int      // bytes of the resource fields, tags included
-	hash    uint64   // of those bytes (maphash with the memo's seed)
+	hash    uint64   // of the resources (maphash with the memo's seed, see parseResponse)
 	removed []string // delta only
 }
 
@@ -94,12 +95,25 @@ func (c *pieces) str(n uint64) (string, error) {
 	return string(b), err
 }
 
-// readResponse reads the envelope of a response held in one or more buffers. Each resource field
-// (tag, length, payload) goes to onResource in runs, in order; the scalar fields are kept.
+// payload returns the next n bytes: a view when one buffer holds them, else a copy in scratch
+// (reused: valid until the next call).
+func (c *pieces) payload(n uint64, scratch *[]byte) ([]byte, error) {
+	if c.more() && uint64(len(c.p[c.i])-c.off) >= n {
+		b := c.p[c.i][c.off : c.off+int(n)]
+		c.off += int(n)
+		return b, nil
+	}
+	*scratch = (*scratch)[:0]
+	err := c.take(n, func(run []byte) { *scratch = append(*scratch, run...) })
+	return *scratch, err
+}
+
+// readResponse reads the envelope of a response held in one or more buffers; each resource's
+// payload goes to onResource (a view, or a copy when it spans two buffers), in order.
 func readResponse(bufs [][]byte, delta bool, onResource func([]byte)) (*response, error) {
 	r := &response{}
 	c := &pieces{p: bufs}
-	var head []byte
+	var scratch []byte
 	for c.more() {
 		tag, err := c.varint()
 		if err != nil {
@@ -137,11 +151,12 @@ func readResponse(bufs [][]byte, delta bool, onResource func([]byte)) (*response
 		case 1:
 			r.version, err = c.str(n)
 		case 2:
-			r.count++
-			head = protowire.AppendVarint(protowire.AppendTag(head[:0], 2, protowire.BytesType), n)
-			r.length += len(head) + int(n)
-			onResource(head)
-			err = c.take(n, onResource)
+			var p []byte
+			if p, err = c.payload(n, &scratch); err == nil {
+				r.count++
+				r.length += protowire.SizeTag(2) + protowire.SizeBytes(len(p))
+				onResource(p)
+			}
 		case 4:
 			r.typeURL, err = c.str(n)
 		case 5:
@@ -162,22 +177,27 @@ func readResponse(bufs [][]byte, delta bool, onResource func([]byte)) (*response
 	return r, nil
 }
 
-// parseResponse reads a response's envelope and hashes its resources with seed.
+// parseResponse reads a response's envelope and hashes its resources with seed: each resource on
+// its own (where the transport split the message does not change the result), folded in order.
 func parseResponse(bufs [][]byte, delta bool, seed maphash.Seed) (*response, error) {
-	var h maphash.Hash
-	h.SetSeed(seed)
-	r, err := readResponse(bufs, delta, func(run []byte) { h.Write(run) })
+	var acc uint64
+	r, err := readResponse(bufs, delta, func(p []byte) {
+		acc = (bits.RotateLeft64(acc, 17) ^ maphash.Bytes(seed, p)) * 0x9e3779b97f4a7c15
+	})
 	if err != nil {
 		return nil, err
 	}
-	r.hash = h.Sum64()
+	r.hash = acc
 	return r, nil
 }
 
 // resourceBytes joins the resource fields of a response (a repeated field 2, as eachResource reads it).
 func resourceBytes(bufs [][]byte, length int) []byte {
 	out := make([]byte, 0, length)
-	_, _ = readResponse(bufs, false, func(run []byte) { out = append(out, run...) })
+	_, _ = readResponse(bufs, false, func(p []byte) {
+		out = protowire.AppendTag(out, 2, protowire.BytesType)
+		out = protowire.AppendBytes(out, p)
+	})
 	return out
 }
 
@@ -282,9 +302,10 @@ func deltaRequest(node []byte, typeURL string, subscribe, unsubscribe []string, 
 	return request{out}
 }
 
-// memo shares decoded content between clients: one decode per distinct resource span. Keys are
-// a 64-bit hash of the span with its type and length (the chance of two different spans of the
-// same type and length colliding is ~2^-64 per pair, far below anything a benchmark run sees).
+// memo shares decoded content between clients: one decode per distinct list of resources. Keys
+// are a 64-bit hash of the resources with their type, count and length (the chance of two
+// different lists of the same type, count and length colliding is ~2^-64 per pair, far below
+// anything a benchmark run sees).
 type memo struct {
 	mu      sync.Mutex
 	seed    maphash.Seed
