@@ -4,19 +4,9 @@
  */
 import { metricValue } from '../support/metrics-text.js';
 import { modelFromYaml, type TestModel } from '../support/model.js';
+import { serviceEntryYaml } from '../support/service-entries.js';
 
-const entry = (name: string, addresses: string[], ports = 1): string => `
-apiVersion: networking.mesh.io/v1
-kind: ServiceEntry
-metadata: { name: ${name}, namespace: default }
-spec:
-  hosts: [${name}.default.svc.cluster.local]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports: [${Array.from({ length: ports }, (_, i) => `{ number: ${8080 + i}, name: http-${i}, protocol: HTTP }`).join(', ')}]
-  ${addresses.length > 0 ? `endpoints: [${addresses.map((a) => `{ address: ${a} }`).join(', ')}]` : `workloadSelector: { labels: { app: ${name} } }`}
----
-`;
+const entry = (name: string, addresses: string[], ports = 1): string => serviceEntryYaml(name, addresses, 8080, ports);
 
 let m: TestModel;
 afterEach(() => m.stop());
