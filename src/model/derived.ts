@@ -513,8 +513,12 @@ export class DerivedMemo {
       reuse = new Map();
       for (const x of base.items) if (x) reuse.set(x.key, x);
     }
+    // a patch starts from the finished list's items, those it builds again left out: a list that
+    // starts from this one before it is done must not take them as built for its endpoints
+    const firstItems = todo ? base!.finished!.items.slice() : new Array<ListItem<V> | undefined>(itemKeys.length);
+    if (todo) for (const i of todo) firstItems[i] = undefined;
     const state: ListState<V, I> = {
-      items: todo ? base!.finished!.items.slice() : new Array<ListItem<V> | undefined>(itemKeys.length),
+      items: firstItems,
       itemKeys,
       source,
       structure,

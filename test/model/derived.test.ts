@@ -195,5 +195,27 @@ describe('derived values', () => {
     next.list('eds', { endpoints: e }, () => hosts, (h) => h, (h) => (built.push(h), [{ name: h, address: e.get(h).endpoints[0]?.address ?? '' }]));
     expect(built).toEqual(['h5']);
   });
+
+  it('a list started from a patch still in progress builds again what the patch had not built yet', () => {
+    const hosts = Array.from({ length: 40 }, (_, i) => `h${i}`);
+    let e = EndpointIndex.empty().update(new Map(hosts.map((h, i) => [h, [endpoint(`10.0.0.${i}`)]]))).index;
+    const memo = new DerivedMemo();
+    const build = (index: EndpointIndex) => memo.list('eds', { endpoints: index }, () => hosts, (h) => h, (h) => [`${h}=${index.get(h).endpoints[0].address}`]);
+    build(e);
+    // two hosts change; the patch builds one of them and runs out of its turn
+    e = e.update(new Map([['h1', [endpoint('10.1.1.1')]], ['h2', [endpoint('10.2.2.2')]]])).index;
+    const e1 = e;
+    let thrown: unknown;
+    try {
+      withDeadline(performance.now() - 1, () => build(e1));
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBe(NEED_TURN);
+    // another host changes before the patch is done: the new build must not keep h2's old element
+    e = e.update(new Map([['h5', [endpoint('10.5.5.5')]]])).index;
+    const done = build(e);
+    expect(done.slice(0, 6)).toEqual(['h0=10.0.0.0', 'h1=10.1.1.1', 'h2=10.2.2.2', 'h3=10.0.0.3', 'h4=10.0.0.4', 'h5=10.5.5.5']);
+  });
 });
 
