@@ -274,6 +274,25 @@ interface ListState<V, I = unknown> {
   /** What changed since `reuse` was built. */
   readonly reuseChanges: ChangeSet;
   readonly reuseEndpoints: EndpointSource | undefined;
+  /**
+   * A patch of a finished list (`patchOf`): the positions of the items to build, in order, the
+   * others taken from it as they are; `next` counts positions of this array instead of items.
+   */
+  readonly todo?: ReadonlyArray<number>;
+  readonly patchOf?: FinishedList<V>;
+  /** Set once the list is complete. */
+  readonly finished?: FinishedList<V>;
+}
+
+/** What a complete list keeps so that a later build can patch it in place of walking every item. */
+interface FinishedList<V> {
+  readonly items: ReadonlyArray<ListItem<V> | undefined>;
+  readonly value: ReadonlyArray<V>;
+  /** The union of what the structure and the items read (a patch may keep keys no item reads any more). */
+  readonly deps: Deps;
+  readonly readsEndpoints: boolean;
+  /** The positions of the items that read each host's endpoints, by `ep:` key. */
+  readonly byHost: ReadonlyMap<DepKey, ReadonlyArray<number>>;
 }
 
 interface ListEntry<V> {
@@ -391,45 +410,51 @@ export class DerivedMemo {
     // build (or keep) the remaining items
     const built = state.items;
     const started = state.next;
-    for (let i = state.next; i < state.itemKeys.length; i++) {
-      const k = state.itemKeys[i];
-      const old = state.reuse?.get(k);
-      if (old && !state.reuseChanges.touches(old.deps) && endpointsUnchanged(old.deps, state.reuseEndpoints, opts.endpoints)) {
-        built[i] = old;
-        this.stats.listItemsKept++;
+    const todo = state.todo;
+    if (todo) {
+      // a patch: only the items whose inputs changed, the others are the finished list's
+      for (let t = state.next; t < todo.length; t++) {
+        if (t > started && pastDeadline()) {
+          state.next = t;
+          throw NEED_TURN;
+        }
+        const i = todo[t];
+        const r = recorded(() => element(state.source[i]));
+        built[i] = { key: state.itemKeys[i], values: r.value, deps: r.deps };
+        this.stats.listItemsBuilt++;
+        state.next = t + 1;
+      }
+    } else {
+      for (let i = state.next; i < state.itemKeys.length; i++) {
+        const k = state.itemKeys[i];
+        const old = state.reuse?.get(k);
+        if (old && !state.reuseChanges.touches(old.deps) && endpointsUnchanged(old.deps, state.reuseEndpoints, opts.endpoints)) {
+          built[i] = old;
+          this.stats.listItemsKept++;
+          state.next = i + 1;
+          continue;
+        }
+        if (i > started && pastDeadline()) {
+          state.next = i;
+          throw NEED_TURN;
+        }
+        const item = state.source[i];
+        const r = recorded(() => element(item));
+        built[i] = { key: k, values: r.value, deps: r.deps };
+        this.stats.listItemsBuilt++;
         state.next = i + 1;
-        continue;
-      }
-      if (i > started && pastDeadline()) {
-        state.next = i;
-        throw NEED_TURN;
-      }
-      const item = state.source[i];
-      const r = recorded(() => element(item));
-      built[i] = { key: k, values: r.value, deps: r.deps };
-      this.stats.listItemsBuilt++;
-      state.next = i + 1;
-    }
-    // complete: flatten, and keep with the union of everything read
-    const value: V[] = [];
-    const union = new Frame();
-    for (const d of state.structure) union.add(d);
-    for (const it of built) {
-      if (!it) continue;
-      for (const v of it.values) value.push(v);
-      for (const d of it.deps) union.add(d);
-    }
-    const deps = union.keys;
-    const frozen = frozenDeps(deps);
-    let readsEndpoints = false;
-    for (const d of deps) {
-      if (d.startsWith('ep:')) {
-        readsEndpoints = true;
-        break;
       }
     }
-    const endpoints = readsEndpoints ? opts.endpoints : undefined;
-    const done: ListEntry<V> = { list: true, state: { ...state, reuse: undefined, reuseChanges: ChangeSet.NONE, reuseEndpoints: undefined }, value, deps: frozen, endpoints };
+    const finished = todo && state.patchOf ? patched(state.patchOf, built, todo) : whole(state.structure, built);
+    const { value, deps: frozen } = finished;
+    const endpoints = finished.readsEndpoints ? opts.endpoints : undefined;
+    const done: ListEntry<V> = {
+      list: true,
+      state: { ...state, reuse: undefined, reuseChanges: ChangeSet.NONE, reuseEndpoints: undefined, todo: undefined, patchOf: undefined, finished },
+      value,
+      deps: frozen,
+      endpoints,
+    };
     table.set(key, done as ListEntry<unknown>);
     if (opts.reuseKey) {
       // an owned list is the scope's latest only while its owner lives: a client's list must not
@@ -482,13 +507,18 @@ export class DerivedMemo {
       structure = r.deps;
       itemKeys = source.map(itemKey);
     }
+    const todo = base?.finished && itemKeys === base.itemKeys ? patchPositions(base.finished, base.endpoints, baseChanges, opts.endpoints, itemKeys.length) : undefined;
     let reuse: Map<string, ListItem<V>> | undefined;
-    if (base) {
+    if (base && !todo) {
       reuse = new Map();
       for (const x of base.items) if (x) reuse.set(x.key, x);
     }
+    // a patch starts from the finished list's items, those it builds again left out: a list that
+    // starts from this one before it is done must not take them as built for its endpoints
+    const firstItems = todo ? base!.finished!.items.slice() : new Array<ListItem<V> | undefined>(itemKeys.length);
+    if (todo) for (const i of todo) firstItems[i] = undefined;
     const state: ListState<V, I> = {
-      items: new Array<ListItem<V> | undefined>(itemKeys.length),
+      items: firstItems,
       itemKeys,
       source,
       structure,
@@ -497,7 +527,10 @@ export class DerivedMemo {
       reuse,
       reuseChanges: baseChanges,
       reuseEndpoints: base?.endpoints,
+      todo,
+      patchOf: todo ? base!.finished : undefined,
     };
+    if (todo) this.stats.listItemsKept += itemKeys.length - todo.length;
     this.table(opts.owner).set(key, { list: true, state, value: undefined, deps: NO_DEPS, endpoints: undefined } as ListEntry<unknown>);
     return state;
   }
@@ -546,4 +579,144 @@ function endpointsUnchanged(deps: Deps, then: EndpointSource | undefined, now: E
     if (Array.isArray(deps) ? deps.includes(Dep.endpoints(h)) : (deps as ReadonlySet<DepKey>).has(Dep.endpoints(h))) return false;
   }
   return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Patches of finished lists
+
+const ENDPOINT_PREFIX = 'ep:';
+
+/**
+ * The positions of the items of a finished list that an endpoint change reaches, in order, when the
+ * list can be patched: nothing the list read changed since it was built but endpoints (a config
+ * change that reaches an item walks every item, as before), the endpoint source knows which hosts
+ * changed, and they reach at most a quarter of the items (past that, walking every item costs no
+ * more). Undefined: walk every item.
+ */
+function patchPositions(
+  base: FinishedList<unknown>,
+  then: EndpointSource | undefined,
+  changes: ChangeSet,
+  now: EndpointSource | undefined,
+  count: number,
+): ReadonlyArray<number> | undefined {
+  // a snapshot's changes that some item read: those items are found by walking them all
+  if (changes.touches(base.deps) || !then || !now || then === now) return undefined;
+  const hosts = now.changedSince(then);
+  if (!hosts) return undefined;
+  const at = new Set<number>();
+  for (const h of hosts) {
+    for (const i of base.byHost.get(Dep.endpoints(h)) ?? []) at.add(i);
+    if (at.size * 4 > count) return undefined;
+  }
+  return [...at].sort((a, b) => a - b);
+}
+
+/** A whole list from its items: values in order, the union of what was read, positions by host. */
+function whole<V>(structure: Deps, items: ReadonlyArray<ListItem<V> | undefined>): FinishedList<V> {
+  const value: V[] = [];
+  const union = new Frame();
+  const byHost = new Map<DepKey, number[]>();
+  for (const d of structure) union.add(d);
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i];
+    if (!it) continue;
+    for (const v of it.values) value.push(v);
+    for (const d of it.deps) {
+      union.add(d);
+      if (!d.startsWith(ENDPOINT_PREFIX)) continue;
+      const at = byHost.get(d);
+      if (at) at.push(i);
+      else byHost.set(d, [i]);
+    }
+  }
+  let readsEndpoints = byHost.size > 0;
+  if (!readsEndpoints) for (const d of structure) if (d.startsWith(ENDPOINT_PREFIX)) readsEndpoints = true;
+  return { items, value, deps: frozenDeps(union.keys), readsEndpoints, byHost };
+}
+
+/** Where a patched list differs from the list it was made from (`listPatch`). */
+export interface ListPatch<V> {
+  readonly base: ReadonlyArray<V>;
+  /** Positions (in both lists) whose element is another object than the base's, in order. */
+  readonly positions: ReadonlyArray<number>;
+}
+
+const patches = new WeakMap<ReadonlyArray<unknown>, ListPatch<unknown>>();
+
+/**
+ * How `list` was made from an earlier list of the same length by replacing some elements, when it
+ * was (an endpoint change patches the lists that read the host); undefined otherwise. Lets callers
+ * derive what they computed over the earlier list (a version, a diff) from the replaced elements.
+ */
+export function listPatch<V>(list: ReadonlyArray<V>): ListPatch<V> | undefined {
+  return patches.get(list) as ListPatch<V> | undefined;
+}
+
+/**
+ * The finished list `base` with the items at `todo` built again: the same value array when none of
+ * their elements changed, else a copy with theirs in place (recorded as a patch when every rebuilt
+ * item has as many elements as before, else flattened again). What was read is the base's union and
+ * whatever the rebuilt items read beyond it.
+ */
+function patched<V>(base: FinishedList<V>, items: ReadonlyArray<ListItem<V> | undefined>, todo: ReadonlyArray<number>): FinishedList<V> {
+  // what was read
+  let extra: DepKey[] | undefined;
+  let byHost = base.byHost;
+  let copied = false;
+  for (const i of todo) {
+    for (const d of items[i]!.deps) {
+      if (!hasDep(base.deps, d)) (extra ??= []).push(d);
+      if (!d.startsWith(ENDPOINT_PREFIX)) continue;
+      const at = byHost.get(d);
+      if (at?.includes(i)) continue;
+      if (!copied) {
+        byHost = new Map(byHost);
+        copied = true;
+      }
+      (byHost as Map<DepKey, ReadonlyArray<number>>).set(d, at ? [...at, i] : [i]);
+    }
+  }
+  let deps = base.deps;
+  let readsEndpoints = base.readsEndpoints;
+  if (extra) {
+    const union = new Frame();
+    for (const d of base.deps) union.add(d);
+    for (const d of extra) {
+      union.add(d);
+      if (d.startsWith(ENDPOINT_PREFIX)) readsEndpoints = true;
+    }
+    deps = frozenDeps(union.keys);
+  }
+  // the values: the base's, with the rebuilt items' elements in their places
+  const value = base.value.slice();
+  const positions: number[] = [];
+  let offset = 0;
+  let t = 0;
+  for (let i = 0; i < items.length && t < todo.length; i++) {
+    const was = base.items[i]?.values ?? [];
+    if (i === todo[t]) {
+      const now = items[i]!.values;
+      if (now.length !== was.length) return { ...whole(NO_DEPS, items), deps, readsEndpoints };
+      for (let k = 0; k < now.length; k++) {
+        if (now[k] === was[k]) continue;
+        value[offset + k] = now[k];
+        positions.push(offset + k);
+      }
+      t++;
+    }
+    offset += was.length;
+  }
+  if (positions.length === 0) return { items, value: base.value, deps, readsEndpoints, byHost };
+  // one step back at most: a list's patch keeps the list it was made from, not that list's own
+  patches.delete(base.value);
+  patches.set(value, { base: base.value, positions });
+  return { items, value, deps, readsEndpoints, byHost };
+}
+
+/** Whether `deps` holds `key` (a single service's key is held by the key of every service). */
+function hasDep(deps: Deps, key: DepKey): boolean {
+  if (Array.isArray(deps) ? deps.includes(key) : (deps as ReadonlySet<DepKey>).has(key)) return true;
+  if (!key.startsWith(SERVICE_PREFIX)) return false;
+  return Array.isArray(deps) ? deps.includes(Dep.allServices) : (deps as ReadonlySet<DepKey>).has(Dep.allServices);
 }

@@ -23,6 +23,8 @@ const HISTORY = 16;
 export class EndpointIndex implements EndpointSource {
   /** The index this one was made from and the hosts that changed; cut after HISTORY steps. */
   private parent: { readonly index: EndpointIndex; readonly changed: ReadonlyArray<string> } | undefined;
+  /** changedSince's answers, by older index. */
+  private readonly since = new WeakMap<EndpointSource, ReadonlySet<string>>();
 
   private constructor(
     private readonly hosts: ReadonlyMap<string, HostEndpoints>,
@@ -40,10 +42,16 @@ export class EndpointIndex implements EndpointSource {
 
   changedSince(older: EndpointSource): ReadonlySet<string> | undefined {
     if (older === this) return NO_HOSTS;
+    // asked once per kept item of a list being rebuilt: the answer is made once per older index
+    const known = this.since.get(older);
+    if (known) return known;
     const out = new Set<string>();
     for (let p = this.parent; p; p = p.index.parent) {
       for (const h of p.changed) out.add(h);
-      if (p.index === older) return out;
+      if (p.index === older) {
+        this.since.set(older, out);
+        return out;
+      }
     }
     return undefined;
   }

@@ -48,6 +48,13 @@ const REGISTRY_KINDS = new Set(['ServiceEntry', 'WorkloadEntry']);
  */
 const SNAPSHOT_ONLY_REASONS: ReadonlySet<string> = new Set(['config', 'jwks', 'secret']);
 
+interface GaugeShare {
+  readonly noInstances: number;
+  readonly notReady: number;
+}
+
+const NO_SHARE: GaugeShare = Object.freeze({ noInstances: 0, notReady: 0 });
+
 export class MeshModel {
   private push: PushContext;
   /** The registry's services the current snapshot was built from (kept by rebuilds that do not change them). */
@@ -72,6 +79,8 @@ export class MeshModel {
   private waited = false;
   /** When the current snapshot was published (cfg_runtime_processor_snapshot_lifetime_duration_milliseconds). */
   private publishedAt = Date.now();
+  /** What disc_eds_no_instances and disc_endpoint_not_ready were last set to. */
+  private endpointGauges: GaugeShare = NO_SHARE;
 
   constructor(
     private readonly store: ConfigStore,
@@ -267,13 +276,41 @@ export class MeshModel {
     let noInstances = 0;
     let notReady = 0;
     for (const s of this.push.services) {
-      if (s.resolution !== 'ClientSideLB') continue;
-      const eps = this.endpoints.get(s.hostname).endpoints;
-      if (eps.length === 0) noInstances += s.ports.length;
-      for (const e of eps) if (!e.healthy) notReady++;
+      const share = this.endpointGaugeShare(s, this.endpoints);
+      noInstances += share.noInstances;
+      notReady += share.notReady;
     }
+    this.endpointGauges = { noInstances, notReady };
     this.metrics.edsNoInstances.set(noInstances);
     this.metrics.endpointNotReady.set(notReady);
+  }
+
+  /**
+   * The endpoint gauges after an endpoint change of `hosts`, from the index before it: only those
+   * hosts' shares counted again (an endpoint change costs what it changed, not every service).
+   */
+  private adjustEndpointGauges(before: EndpointIndex, hosts: ReadonlyArray<string>): void {
+    let { noInstances, notReady } = this.endpointGauges;
+    for (const host of hosts) {
+      for (const s of this.push.servicesForHost(host)) {
+        const was = this.endpointGaugeShare(s, before);
+        const now = this.endpointGaugeShare(s, this.endpoints);
+        noInstances += now.noInstances - was.noInstances;
+        notReady += now.notReady - was.notReady;
+      }
+    }
+    this.endpointGauges = { noInstances, notReady };
+    this.metrics.edsNoInstances.set(noInstances);
+    this.metrics.endpointNotReady.set(notReady);
+  }
+
+  /** One service's part of the endpoint gauges under `index`. */
+  private endpointGaugeShare(s: Service, index: EndpointIndex): GaugeShare {
+    if (s.resolution !== 'ClientSideLB') return NO_SHARE;
+    const eps = index.get(s.hostname).endpoints;
+    let notReady = 0;
+    for (const e of eps) if (!e.healthy) notReady++;
+    return { noInstances: eps.length === 0 ? s.ports.length : 0, notReady };
   }
 
   /** One push request per change of the store (a whole file is one), whatever its number of objects. */
@@ -308,9 +345,10 @@ export class MeshModel {
       for (const s of this.push.servicesForHost(host)) for (const e of this.registry.endpoints(s)) list.push(e); // not a spread: a service may have 200,000 endpoints
       changes.set(host, list);
     }
-    const { index, changed } = this.endpoints.update(changes);
+    const before = this.endpoints;
+    const { index, changed } = before.update(changes);
     this.endpoints = index;
-    if (changed.length > 0) this.updateEndpointGauges();
+    if (changed.length > 0) this.adjustEndpointGauges(before, changed);
     return changed;
   }
 

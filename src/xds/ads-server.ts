@@ -582,6 +582,9 @@ export class DiscoveryServer {
   }
 
   private clearRejects(conn: Connection): void {
+    // nothing to clear (the usual case): no walk over every connection, which a mass disconnect
+    // of thousands of streams would pay once per stream
+    if (conn.rejects.size === 0) return;
     // another stream of the same proxy keeps its series
     for (const c of this.connections.values()) if (c !== conn && c.proxy.id === conn.proxy.id && c.rejects.size > 0) return;
     for (const [type, err] of conn.rejects) this.rejectGauge(type)?.remove({ node: conn.proxy.id, err });

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { listPatch } from '../model/derived.js';
 import type { Proxy } from '../model/proxy.js';
 import type { EncodedResource } from './cache.js';
 import type { GrpcFrame } from './wire.js';
@@ -93,12 +94,38 @@ const listVersions = new WeakMap<ReadonlyArray<EncodedResource>, string>();
 export function listVersion(list: ReadonlyArray<EncodedResource>): string {
   let v = listVersions.get(list);
   if (v === undefined) {
-    const h = createHash('sha1');
-    for (const r of list) h.update(r.name).update('\0').update(r.version).update('\n');
-    v = h.digest('base64url');
+    v = patchedVersion(list) ?? wholeVersion(list);
     listVersions.set(list, v);
   }
   return v;
+}
+
+function wholeVersion(list: ReadonlyArray<EncodedResource>): string {
+  const h = createHash('sha1');
+  for (const r of list) h.update(r.name).update('\0').update(r.version).update('\n');
+  return h.digest('base64url');
+}
+
+/**
+ * The version of a list patched from one whose version is known (an endpoint change replaces the
+ * load assignments of one host in a scope's list of thousands): that version and the replaced
+ * resources, hashed; the same version when none of them differs by name or version. Lists of the
+ * same content reached along different patches get different versions, which costs a response that
+ * was not needed, never one that was.
+ */
+function patchedVersion(list: ReadonlyArray<EncodedResource>): string | undefined {
+  const patch = listPatch(list);
+  const baseVersion = patch && listVersions.get(patch.base);
+  if (!patch || baseVersion === undefined) return undefined;
+  let h: ReturnType<typeof createHash> | undefined;
+  for (const at of patch.positions) {
+    const r = list[at];
+    const was = patch.base[at];
+    if (r.name === was.name && r.version === was.version) continue;
+    h ??= createHash('sha1').update(baseVersion).update('\n');
+    h.update(String(at)).update('\0').update(r.name).update('\0').update(r.version).update('\n');
+  }
+  return h ? h.digest('base64url') : baseVersion;
 }
 
 const diffs = new WeakMap<ReadonlyArray<EncodedResource>, { next: ReadonlyArray<EncodedResource>; changed: ReadonlyArray<EncodedResource> }>();
@@ -111,9 +138,16 @@ const diffs = new WeakMap<ReadonlyArray<EncodedResource>, { next: ReadonlyArray<
 export function changedResources(prev: ReadonlyArray<EncodedResource>, next: ReadonlyArray<EncodedResource>): ReadonlyArray<EncodedResource> {
   const hit = diffs.get(prev);
   if (hit && hit.next === next) return hit.changed;
-  const held = new Map<string, string>();
-  for (const r of prev) held.set(r.name, r.version);
-  const changed = next.filter((r) => held.get(r.name) !== r.version);
+  const patch = listPatch(next);
+  let changed: ReadonlyArray<EncodedResource>;
+  if (patch?.base === prev) {
+    // made from `prev` by replacing some resources: those are all that can differ
+    changed = patch.positions.map((at) => next[at]).filter((r, k) => r.version !== prev[patch.positions[k]].version || r.name !== prev[patch.positions[k]].name);
+  } else {
+    const held = new Map<string, string>();
+    for (const r of prev) held.set(r.name, r.version);
+    changed = next.filter((r) => held.get(r.name) !== r.version);
+  }
   diffs.set(prev, { next, changed });
   return changed;
 }

@@ -5,7 +5,7 @@
 import pino from 'pino';
 import { parseConfigDocuments } from '../../src/config/parse.js';
 import { MemoryConfigStore } from '../../src/config/store.js';
-import { createMetrics } from '../../src/metrics/metrics.js';
+import { createMetrics, type Metrics } from '../../src/metrics/metrics.js';
 import { MeshModel } from '../../src/model/mesh-model.js';
 import type { CredentialSource } from '../../src/model/credentials.js';
 import { DEFAULT_MESH_SETTINGS, type MeshSettings } from '../../src/model/mesh-settings.js';
@@ -25,6 +25,8 @@ import { decodeResource, type DecodedResources } from './decode.js';
 export interface TestModel {
   readonly model: MeshModel;
   readonly store: MemoryConfigStore;
+  /** The model's metrics (gauges it sets). */
+  readonly metrics: Metrics;
   /** Resources of one type for a proxy, decoded. `names` undefined = wildcard. */
   generate<T extends XdsTypeUrl>(proxy: Proxy, type: T, names?: Iterable<string>): DecodedResources[T][];
   /** The generator's own result (encoded, shared with other proxies), for the same arguments; name sets are shared per `names` array. */
@@ -54,7 +56,8 @@ export function modelFromYaml(
   const registry = new AggregateRegistry(registries);
   void registry.start();
   const log = pino({ level: 'silent' });
-  const model = new MeshModel(store, registry, mesh, { debounceAfterMs: 0, debounceMaxMs: 0, edsDebounce: true, features: { ...DEFAULT_FEATURES, ...opts.features }, credentials: opts.credentials, jwks: opts.jwks, remoteJwks: opts.remoteJwks }, createMetrics({ defaultMetrics: false }), log);
+  const metrics = createMetrics({ defaultMetrics: false });
+  const model = new MeshModel(store, registry, mesh, { debounceAfterMs: 0, debounceMaxMs: 0, edsDebounce: true, features: { ...DEFAULT_FEATURES, ...opts.features }, credentials: opts.credentials, jwks: opts.jwks, remoteJwks: opts.remoteJwks }, metrics, log);
   model.start();
   const cache = new ResourceCache(10_000, true);
   const settings: GeneratorSettings = opts.settings ? { ...DEFAULT_GENERATOR_SETTINGS, ...opts.settings } : DEFAULT_GENERATOR_SETTINGS;
@@ -72,6 +75,7 @@ export function modelFromYaml(
   return {
     model,
     store,
+    metrics,
     generate(proxy, type, names) {
       const { push, endpoints } = model.current();
       const res = generatorsFor(proxy)[type]({ proxy, push, endpoints, names: names ? new Set(names) : undefined, cache, settings });

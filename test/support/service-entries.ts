@@ -20,3 +20,25 @@ export function serviceEntryObject(name: string, host: string, addresses: Readon
   if ('issues' in r) throw new Error(JSON.stringify(r.issues));
   return r;
 }
+
+/**
+ * The YAML of a STATIC, MESH_INTERNAL ServiceEntry `<name>.default.svc.cluster.local` without VIPs:
+ * one endpoint per address (none: it selects the workloads labelled `app: <name>`), and `ports` HTTP
+ * ports numbered from `port` (`http`, or `http-0`, `http-1`, … when there are several).
+ */
+export function serviceEntryYaml(name: string, addresses: ReadonlyArray<string>, port = 8080, ports = 1): string {
+  const portList = Array.from({ length: ports }, (_, i) => `{ number: ${port + i}, name: ${ports === 1 ? 'http' : `http-${i}`}, protocol: HTTP }`);
+  const endpoints = addresses.length > 0 ? `endpoints: [${addresses.map((a) => `{ address: ${a} }`).join(', ')}]` : `workloadSelector: { labels: { app: ${name} } }`;
+  return `
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: { name: ${name}, namespace: default }
+spec:
+  hosts: [${name}.default.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [${portList.join(', ')}]
+  ${endpoints}
+---
+`;
+}

@@ -14,6 +14,7 @@ import { DeltaStream, SotwStream, type NodeSpec } from '../support/ads-client.js
 import { withTimeout } from '../support/eventually.js';
 import { metricValue } from '../support/metrics-text.js';
 import { modelFromYaml, type TestModel } from '../support/model.js';
+import { serviceEntryYaml } from '../support/service-entries.js';
 
 export const DEFAULT_ADS_OPTIONS: AdsOptions = {
   pushThrottle: 10,
@@ -113,18 +114,7 @@ export async function startAds(
 }
 
 /** A STATIC ServiceEntry `<name>.default.svc.cluster.local` without VIPs, one endpoint per address. */
-export const serviceEntry = (name: string, addresses: string[], port = 8080): string => `
-apiVersion: networking.mesh.io/v1
-kind: ServiceEntry
-metadata: { name: ${name}, namespace: default }
-spec:
-  hosts: [${name}.default.svc.cluster.local]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports: [{ number: ${port}, name: http, protocol: HTTP }]
-  endpoints: [${addresses.map((a) => `{ address: ${a} }`).join(', ')}]
----
-`;
+export const serviceEntry = (name: string, addresses: string[], port = 8080): string => serviceEntryYaml(name, addresses, port);
 
 /** The VirtualService `echo` (host `echo` in default) with one route and its timeout. */
 export const echoRoute = (timeout: string): string => `

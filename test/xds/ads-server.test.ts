@@ -321,6 +321,41 @@ describe('state of the world, sidecar', () => {
     expect(await s.quietTypes()).toEqual([]);
   });
 
+  it('sends an endpoint change to exactly the proxies that watch its host, change after change, whatever their scope', async () => {
+    const h = await start();
+    // sidecars of two namespaces (two scopes, each with its own list of every load assignment) and
+    // proxyless clients, one watching the edited host and one another host
+    const sidecars = [h.sotw(sidecarNode('default')), h.sotw(sidecarNode('other'))];
+    const subscribed = await Promise.all(sidecars.map((s) => fullSubscription(s)));
+    const watching = h.sotw(grpcNode());
+    const elsewhere = h.sotw(grpcNode('other'));
+    await subscribe(watching, TypeUrl.Endpoint, [EXT_CLUSTER]);
+    await subscribe(elsewhere, TypeUrl.Endpoint, [EXT2_CLUSTER, ECHO_CLUSTER]);
+    const addressesOf = (res: DiscoveryResponse): string[] =>
+      res.resources.flatMap((a) => ClusterLoadAssignment.decode(a.value).endpoints.flatMap((l) => l.lbEndpoints.map((e) => e.endpoint?.address?.socketAddress?.address ?? '')));
+    const versions = new Set<string>();
+    for (const ext of [['10.1.0.1', '10.1.0.5'], ['10.1.0.6'], ['10.1.0.6', '10.1.0.7']]) {
+      await h.change(serviceEntry('ext', ext) + serviceEntry('ext2', ['10.1.0.2']), { origin: 'test.yaml' });
+      for (const [k, s] of sidecars.entries()) {
+        const eds = await s.next();
+        expect(eds.typeUrl).toBe(TypeUrl.Endpoint);
+        expect(namesOf(eds)).toEqual([EXT_CLUSTER]);
+        expect(addressesOf(eds).sort()).toEqual(ext);
+        versions.add(eds.versionInfo);
+        s.ack(eds, namesOf(subscribed[k].eds));
+      }
+      const own = await watching.next();
+      expect(namesOf(own)).toEqual([EXT_CLUSTER]);
+      expect(addressesOf(own).sort()).toEqual(ext);
+      watching.ack(own, [EXT_CLUSTER]);
+      for (const s of [...sidecars, watching, elsewhere]) expect(await s.quietTypes()).toEqual([]);
+    }
+    expect(versions.size).toBe(3);
+    // the same endpoints again: nobody gets anything
+    await h.change(serviceEntry('ext', ['10.1.0.6', '10.1.0.7']) + serviceEntry('ext2', ['10.1.0.2']), { origin: 'test.yaml' });
+    for (const s of [...sidecars, watching, elsewhere]) expect(await s.quietTypes()).toEqual([]);
+  });
+
   it('drops a removed service from CDS and from the routes, and sends nothing else new', async () => {
     const h = await start();
     const s = h.sotw(sidecarNode());
