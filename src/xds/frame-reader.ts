@@ -19,6 +19,8 @@
  * not as expected it leaves the call as it is, which is correct and keeps the views as before.
  */
 
+import { readVarint } from './request-scan.js';
+
 /** Bytes of the gRPC message prefix: compression flag, message length (big-endian uint32). */
 const PREFIX = 5;
 /**
@@ -615,38 +617,22 @@ class ArrivingRun {
 
 /**
  * A protobuf field header (tag, then the length of a length-delimited field or the value of a
- * varint) from its first `n` bytes: undefined while incomplete, 'bad' for a wire type a
+ * varint) from the first `n` bytes of `b`: undefined while incomplete (a varint too long never
+ * completes: the header buffer fills and the message is read whole), 'bad' for a wire type a
  * DiscoveryRequest has not. Fixed-width fields are read as bodies of their width.
  */
 function parseHeader(b: Buffer, n: number): { field: number; wire: number; length: number } | undefined | 'bad' {
-  let pos = 0;
-  let tag = 0;
-  let shift = 1;
-  for (;;) {
-    if (pos >= n) return undefined;
-    const x = b[pos++];
-    tag += (x & 0x7f) * shift;
-    shift *= 128;
-    if ((x & 0x80) === 0) break;
-    if (pos >= 10) return 'bad';
-  }
-  const field = Math.floor(tag / 8);
-  const wire = tag & 7;
-  if (wire === 1) return pos === n ? { field, wire, length: 8 } : 'bad';
-  if (wire === 5) return pos === n ? { field, wire, length: 4 } : 'bad';
+  const bytes = b.subarray(0, n);
+  const tag = readVarint(bytes, 0);
+  if (!tag) return undefined;
+  const field = Math.floor(tag[0] / 8);
+  const wire = tag[0] & 7;
+  if (wire === 1 || wire === 5) return tag[1] === n ? { field, wire, length: wire === 1 ? 8 : 4 } : 'bad';
   if (wire !== 0 && wire !== 2) return 'bad';
-  let value = 0;
-  shift = 1;
-  for (;;) {
-    if (pos >= n) return undefined;
-    const x = b[pos++];
-    value += (x & 0x7f) * shift;
-    shift *= 128;
-    if ((x & 0x80) === 0) break;
-    if (pos - 1 >= 19) return 'bad';
-  }
-  if (pos !== n) return 'bad';
-  return { field, wire, length: wire === 0 ? 0 : value };
+  const value = readVarint(bytes, tag[1]);
+  if (!value) return undefined;
+  if (value[1] !== n) return 'bad';
+  return { field, wire, length: wire === 0 ? 0 : value[0] };
 }
 
 /**
