@@ -376,7 +376,7 @@ class RequestFields {
       }
       if (!run.take(data, at, n, this.matched)) {
         // other names from here on: the list that has them, if another stream is receiving it
-        const other = run.fork(this, this.matched);
+        const other = run.fork(this, this.matched, data, at, n);
         if (!other) {
           this.keepWhole();
           return at;
@@ -560,16 +560,19 @@ class ArrivingRun {
   }
 
   /**
-   * For a member whose names, equal to this list's first `from` bytes, go on differently: the list
-   * of the same first name that has those bytes (completed with them if it is behind), or a new one
-   * starting with them. Undefined past the bounds.
+   * For a member whose names, equal to this list's first `from` bytes, go on differently
+   * (`data[at, at+n)`): the list of the same first name that has those bytes and the next ones
+   * (completed with them if it is behind), or a new one starting with them. Undefined past the bounds.
    */
-  fork(member: object, from: number): ArrivingRun | undefined {
+  fork(member: object, from: number, data: Buffer, at: number, n: number): ArrivingRun | undefined {
     const family = ArrivingRun.byFirst.get(this.key) ?? [];
     let next = family.find((o) => {
       if (o === this) return false;
       const m = Math.min(from, o.len);
-      return o.buf.compare(this.buf, 0, m, 0, m) === 0;
+      if (o.buf.compare(this.buf, 0, m, 0, m) !== 0) return false;
+      // and it has the member's next bytes, or is not that far yet
+      const k = Math.min(n, o.len - from);
+      return k <= 0 || data.compare(o.buf, from, from + k, at, at + k) === 0;
     });
     if (next && next.len < from) next.append(this.buf, next.len, from);
     next ??= ArrivingRun.create(this.key, this.buf, from);

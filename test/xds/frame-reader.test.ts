@@ -218,6 +218,25 @@ describe('MessageReader with name runs (DiscoveryRequests whose names repeat a k
     expect(back[3].run?.length).toBeLessThan(back[0].run!.length); // a prefix of the others' names, ending on a name
   });
 
+  it('follows several lists that start alike and part at the same name, each stream to its own', () => {
+    const shared = names.slice(0, 100).map((n) => n.replace('svc-', 'part-'));
+    const lists = [0, 1, 2, 0].map((k) => [...shared, ...names.slice(100).map((n) => `${n}-${k}`)]);
+    const reqs = lists.map((l) => framed(encoded(l)));
+    const readers = reqs.map(() => new MessageReader(-1, () => []));
+    const out: Buffer[][] = reqs.map(() => []);
+    // the slower streams reach the parting name after the faster ones each started a list there
+    const sizes = [4001, 3001, 2001, 1001];
+    for (let step = 0; reqs.some((r, i) => step * sizes[i] < r.length); step++) {
+      readers.forEach((r, i) => {
+        if (step * sizes[i] < reqs[i].length) out[i].push(...r.write(reqs[i].subarray(step * sizes[i], (step + 1) * sizes[i])));
+      });
+    }
+    const runs = out.map(([m]) => elidedNames(m.subarray(5)));
+    out.forEach(([m], i) => expect(DiscoveryRequest.decode(Buffer.concat([m.subarray(5), runs[i]!]))).toEqual(DiscoveryRequest.decode(reqs[i].subarray(5))));
+    expect(runs[3]!.equals(runs[0]!)).toBe(true);
+    expect(runs[1]!.equals(runs[0]!)).toBe(false);
+  });
+
   it('keeps whole a compressed message, and one whose names come in two runs', () => {
     const req = encoded(names);
     const [compressed] = readAll(framed(req, 1), 100);
