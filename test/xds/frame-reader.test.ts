@@ -6,7 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { jest } from '@jest/globals';
 import { MESSAGE_BLOCK_BYTES, MessageReader, compactReads, elidedNames, releaseMessage } from '../../src/xds/frame-reader.js';
-import { DiscoveryRequest } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
+import { DiscoveryRequest, type DeepPartial } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
 import { readSotwRequest } from '../../src/xds/request-intake.js';
 import { TypeUrl } from '../../src/xds/types.js';
 import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
@@ -133,7 +133,8 @@ describe('MessageReader', () => {
 
 describe('MessageReader with name runs (DiscoveryRequests whose names repeat a known list)', () => {
   const names = Array.from({ length: 400 }, (_, i) => `outbound|8080||svc-${i}.default.svc.cluster.local`);
-  const encoded = (n: string[], extra: Partial<DiscoveryRequest> = {}): Buffer =>
+  type Fields = DeepPartial<DiscoveryRequest>;
+  const encoded = (n: string[], extra: Fields = {}): Buffer =>
     Buffer.from(DiscoveryRequest.encode(DiscoveryRequest.fromPartial({ versionInfo: 'v1', resourceNames: n, typeUrl: TypeUrl.Endpoint, responseNonce: 'n1', ...extra })).finish());
   // the run of resource_names fields as the request carries it (what the intake shares per list)
   const runOf = (n: string[]): Buffer => Buffer.from(DiscoveryRequest.encode(DiscoveryRequest.fromPartial({ resourceNames: n })).finish());
@@ -171,7 +172,7 @@ describe('MessageReader with name runs (DiscoveryRequests whose names repeat a k
     expect(r.heldBytes).toBeLessThan(200);
   });
 
-  const whole: Array<[string, string[], Partial<DiscoveryRequest>]> = [
+  const whole: Array<[string, string[], Fields]> = [
     ['names of no known list', names.map((n) => `${n}x`), {}],
     ['one name less than the list', names.slice(0, -1), {}],
     ['one name more than the list', [...names, 'outbound|8080||extra.default.svc.cluster.local'], {}],
