@@ -25,10 +25,10 @@ import { RequestBacklog, type BacklogBounds, type BacklogStats, type Readable } 
 import { LogRateLimit } from '../log/rate-limit.js';
 import { affectedTypes } from './affected-types.js';
 import type { PushRequest } from '../model/push-request.js';
-import { intern, readSotwRequest, sameNames, type SotwRequest } from './request-intake.js';
+import { intern, knownRuns, readSotwRequest, sameNames, type SotwRequest } from './request-intake.js';
 import { PARTIAL_STATE_TYPES, PUSH_ORDER, TypeUrl, WILDCARD_TYPES, isKnownType, shortType, type XdsTypeUrl } from './types.js';
 import { frameWriter } from './frame-writer.js';
-import { compactReads, releaseMessage } from './frame-reader.js';
+import { compactReads, elidedNames, releaseMessage } from './frame-reader.js';
 import { encodeControlPlane, encodeDeltaResource, frameDeltaDiscoveryResponse, frameDiscoveryResponse, type GrpcFrame } from './wire.js';
 import { yieldPoint } from '../util/cooperative.js';
 import { overTurns } from '../model/derived.js';
@@ -320,8 +320,10 @@ export class DiscoveryServer {
     let debugCaller: DebugCaller | undefined;
     let ended = false;
     const out = frameWriter(call, { allowDirect: this.deps.options.directWrites !== false });
-    // requests are assembled in buffers of their own, not kept as views of shared reads (frame-reader.ts)
-    if (this.deps.options.compactReads !== false) compactReads(call);
+    // requests are assembled in buffers of their own, not kept as views of shared reads, and a
+    // state-of-the-world request's names are not kept when they repeat a known list (frame-reader.ts)
+    const nameRuns = (first: Buffer): Buffer[] => [...(conn ? expectedSpans(conn) : []), ...knownRuns(first)];
+    if (this.deps.options.compactReads !== false) compactReads(call, delta ? undefined : nameRuns);
     const firstRequestMs = this.deps.options.firstRequestMs ?? DEFAULT_FIRST_REQUEST_MS;
     let firstRequest: NodeJS.Timeout | undefined = setTimeout(() => {
       firstRequest = undefined;
@@ -413,7 +415,7 @@ export class DiscoveryServer {
       // waits for its turn behind the stream's earlier requests in that compact form.
       let sotw: SotwRequest;
       try {
-        sotw = readSotwRequest(raw, conn && expectedSpans(conn));
+        sotw = readSotwRequest(raw, conn && expectedSpans(conn), elidedNames(raw));
       } catch (e) {
         backlog.stop();
         failed(new StreamError(grpc.status.INVALID_ARGUMENT, e instanceof Error ? e.message : String(e)));

@@ -39,7 +39,9 @@ export class MalformedRequestError extends Error {}
  * `expected`: name spans the request is likely to repeat (the stream's current subscriptions), each
  * recognised with one comparison instead of a walk over its fields.
  */
-export function readSotwRequest(raw: Buffer, expected?: ReadonlyArray<Buffer>): SotwRequest {
+export function readSotwRequest(raw: Buffer, expected?: ReadonlyArray<Buffer>, elided?: Buffer): SotwRequest {
+  // names the frame reader left out (frame-reader.ts elidedNames): a run these tables handed it
+  if (elided) return readWithout(raw, elided);
   const scan = scanDiscoveryRequest(raw, expected);
   if (!scan) {
     const req = decode(raw);
@@ -63,6 +65,24 @@ export function readSotwRequest(raw: Buffer, expected?: ReadonlyArray<Buffer>): 
     error = errorOf(req);
   }
   return { typeUrl: scan.typeUrl, nonce: scan.nonce, node, error, ...list };
+}
+
+/** A request whose names run (`names`, one the tables know) was left out of `raw` by the frame reader. */
+function readWithout(raw: Buffer, names: Buffer): SotwRequest {
+  const scan = scanDiscoveryRequest(raw);
+  // the reader read the other fields as such; a request it did not understand it kept whole
+  if (!scan || scan.names.length > 0) throw new MalformedRequestError('malformed DiscoveryRequest: its fields could not be read');
+  const list = listsByBytes.get(names) ?? spans.get(names);
+  const req = scan.needsDecode ? decode(raw) : undefined;
+  return { typeUrl: scan.typeUrl, nonce: scan.nonce, node: req?.node, error: req && errorOf(req), ...list };
+}
+
+/**
+ * Encoded name runs a request starting with `firstField` (its first resource_names field, tag
+ * included) may repeat: lists other streams sent, alive in the table (frame-reader.ts NameRuns).
+ */
+export function knownRuns(firstField: Buffer): Buffer[] {
+  return spans.startingWith(firstField);
 }
 
 /** Name lists by their shared buffer: a stream's ACK finds its list even after the span table was cleared. */
@@ -98,9 +118,11 @@ function namesOf(list: ReadonlyArray<string>): NameList {
  */
 class SpanTable {
   private readonly byKey = new Map<string, Array<WeakRef<NameList>>>();
+  /** The same lists by their first names field (frame-reader.ts compares arriving names with them). */
+  private readonly byFirst = new Map<string, Array<WeakRef<NameList>>>();
   private liveBytes = 0;
   private liveEntries = 0;
-  private readonly gone = new FinalizationRegistry<{ key: string; bytes: number }>((held) => this.forget(held.key, held.bytes));
+  private readonly gone = new FinalizationRegistry<{ key: string; first: string | undefined; bytes: number }>((held) => this.forget(held.key, held.first, held.bytes));
 
   get(span: Buffer): NameList {
     if (span.length === 0) return NO_NAMES;
@@ -119,21 +141,36 @@ class SpanTable {
     const ref = new WeakRef(entry);
     if (bucket) bucket.push(ref);
     else this.byKey.set(key, [ref]);
-    this.gone.register(entry, { key, bytes: span.length });
+    const first = firstFieldKey(span);
+    if (first !== undefined) {
+      const same = this.byFirst.get(first);
+      if (same) same.push(ref);
+      else this.byFirst.set(first, [ref]);
+    }
+    this.gone.register(entry, { key, first, bytes: span.length });
     this.liveEntries++;
     this.liveBytes += span.length;
     return entry;
   }
 
   /** A list was collected: its (empty) reference leaves its bucket. */
-  private forget(key: string, bytes: number): void {
+  private forget(key: string, first: string | undefined, bytes: number): void {
     this.liveEntries--;
     this.liveBytes -= bytes;
-    const bucket = this.byKey.get(key);
-    if (!bucket) return;
-    const alive = bucket.filter((r) => r.deref() !== undefined);
-    if (alive.length === 0) this.byKey.delete(key);
-    else if (alive.length !== bucket.length) this.byKey.set(key, alive);
+    dropCollected(this.byKey, key);
+    if (first !== undefined) dropCollected(this.byFirst, first);
+  }
+
+  /** The newest lists alive whose first names field is `firstField` (at most MAX_RUNS_PER_FIRST). */
+  startingWith(firstField: Buffer): Buffer[] {
+    const bucket = this.byFirst.get(firstField.toString('latin1'));
+    const out: Buffer[] = [];
+    if (!bucket) return out;
+    for (let i = bucket.length - 1; i >= 0 && out.length < MAX_RUNS_PER_FIRST; i--) {
+      const list = bucket[i].deref();
+      if (list) out.push(list.namesBytes!);
+    }
+    return out;
   }
 
   stats(): { entries: number; bytes: number } {
@@ -142,7 +179,35 @@ class SpanTable {
 
   clear(): void {
     this.byKey.clear();
+    this.byFirst.clear();
   }
+}
+
+/** Lists compared with an arriving request at most (frame-reader.ts): the newest of a first name. */
+const MAX_RUNS_PER_FIRST = 8;
+
+/** Removes collected references from a bucket of `map`, and the bucket once empty. */
+function dropCollected<K>(map: Map<K, Array<WeakRef<NameList>>>, key: K): void {
+  const bucket = map.get(key);
+  if (!bucket) return;
+  const alive = bucket.filter((r) => r.deref() !== undefined);
+  if (alive.length === 0) map.delete(key);
+  else if (alive.length !== bucket.length) map.set(key, alive);
+}
+
+/** The first field of a run of names (tag, length, name) as a map key; undefined when not one. */
+function firstFieldKey(span: Buffer): string | undefined {
+  if (span[0] !== 0x1a) return undefined;
+  let len = 0;
+  let shift = 1;
+  let pos = 1;
+  for (; pos < span.length && pos < 6; pos++) {
+    len += (span[pos] & 0x7f) * shift;
+    shift *= 128;
+    if ((span[pos] & 0x80) === 0) break;
+  }
+  const end = pos + 1 + len;
+  return end <= span.length ? span.toString('latin1', 0, end) : undefined;
 }
 
 /** Length and up to 64 bytes spread over the span (a hash of all of it would cost a pass per request). */

@@ -18,7 +18,8 @@ export interface ScannedRequest {
 
 const EMPTY = Buffer.alloc(0);
 
-function readVarint(buf: Buffer, pos: number): [value: number, next: number] | undefined {
+/** A varint at `pos`: its value and the position after it; undefined when `buf` ends first or it is longer than 10 bytes. */
+export function readVarint(buf: Buffer, pos: number): [value: number, next: number] | undefined {
   let value = 0;
   let shift = 1;
   for (let i = 0; i < 10; i++) {

@@ -5,7 +5,9 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { jest } from '@jest/globals';
-import { MESSAGE_BLOCK_BYTES, MessageReader, compactReads, releaseMessage } from '../../src/xds/frame-reader.js';
+import { MESSAGE_BLOCK_BYTES, MessageReader, compactReads, elidedNames, releaseMessage } from '../../src/xds/frame-reader.js';
+import { DiscoveryRequest, type DeepPartial } from '../../src/gen/envoy/service/discovery/v3/discovery.js';
+import { readSotwRequest } from '../../src/xds/request-intake.js';
 import { TypeUrl } from '../../src/xds/types.js';
 import { Cluster } from '../../src/gen/envoy/config/cluster/v3/cluster.js';
 import { ClusterLoadAssignment } from '../../src/gen/envoy/config/endpoint/v3/endpoint.js';
@@ -126,6 +128,130 @@ describe('MessageReader', () => {
     const prefix = Buffer.alloc(5);
     prefix.writeUInt32BE(1001, 1);
     expect(() => r.write(prefix)).toThrow('a request message of 1001 bytes is larger than the limit of 1000 bytes (MESH_GPRC_MAXRECVMSGSIZE)');
+  });
+});
+
+describe('MessageReader with name runs (DiscoveryRequests whose names repeat a known list)', () => {
+  const names = Array.from({ length: 400 }, (_, i) => `outbound|8080||svc-${i}.default.svc.cluster.local`);
+  type Fields = DeepPartial<DiscoveryRequest>;
+  const encoded = (n: string[], extra: Fields = {}): Buffer =>
+    Buffer.from(DiscoveryRequest.encode(DiscoveryRequest.fromPartial({ versionInfo: 'v1', resourceNames: n, typeUrl: TypeUrl.Endpoint, responseNonce: 'n1', ...extra })).finish());
+  // the run of resource_names fields as the request carries it (what the intake shares per list)
+  const runOf = (n: string[]): Buffer => Buffer.from(DiscoveryRequest.encode(DiscoveryRequest.fromPartial({ resourceNames: n })).finish());
+  const known = runOf(names);
+  const runs = (first: Buffer): Buffer[] => (known.subarray(0, first.length).equals(first) ? [known] : []);
+
+  function readAll(bytes: Buffer, size: number, r = new MessageReader(-1, runs)): Buffer[] {
+    const out: Buffer[] = [];
+    for (let at = 0; at < bytes.length; at += size) out.push(...r.write(bytes.subarray(at, at + size)));
+    return out;
+  }
+
+  for (const size of [1, 3, 17, 1000, 16_384, 1_000_000]) {
+    it(`keeps only the other fields of an ACK repeating the list, from chunks of ${size} bytes`, () => {
+      const req = encoded(names);
+      const r = new MessageReader(-1, runs);
+      const out = readAll(Buffer.concat([framed(req), framed(encoded(names, { responseNonce: 'n2' }))]), size, r);
+      expect(out).toHaveLength(2);
+      for (const [i, m] of out.entries()) {
+        expect(m.length).toBeLessThan(100); // not the 20 KB of names
+        expect(elidedNames(m.subarray(5))).toBe(known);
+        const read = readSotwRequest(m.subarray(5), undefined, elidedNames(m.subarray(5)));
+        expect([...read.names]).toEqual(names);
+        expect(read.nonce).toBe(i === 0 ? 'n1' : 'n2');
+        expect(read.typeUrl).toBe(TypeUrl.Endpoint);
+      }
+      expect(r.heldBytes).toBe(0);
+    });
+  }
+
+  it('holds the other fields, not the names, while a request arrives', () => {
+    const r = new MessageReader(-1, runs);
+    const req = framed(encoded(names));
+    expect(r.write(req.subarray(0, req.length - 30))).toEqual([]);
+    expect(r.heldBytes).toBeLessThan(200);
+  });
+
+  const whole: Array<[string, string[], Fields]> = [
+    ['names of no known list', names.map((n) => `${n}x`), {}],
+    ['one name less than the list', names.slice(0, -1), {}],
+    ['one name more than the list', [...names, 'outbound|8080||extra.default.svc.cluster.local'], {}],
+    ['a changed name in the middle', names.map((n, i) => (i === 200 ? 'outbound|8080||other.default.svc.cluster.local' : n)), {}],
+    ['the list and a node', names, { node: { id: 'sidecar~10.0.0.1~a.default~default.svc.cluster.local' } }],
+    ['the list and an error', names, { errorDetail: { code: 3, message: 'rejected' } }],
+  ];
+  for (const [what, n, extra] of whole) {
+    for (const size of [7, 5000, 1_000_000]) {
+      it(`returns a request with ${what} as sent (chunks of ${size} bytes)`, () => {
+        const req = encoded(n, extra);
+        const [m] = readAll(framed(req), size);
+        const names = elidedNames(m.subarray(5));
+        const back = names ? DiscoveryRequest.decode(Buffer.concat([m.subarray(5), names])) : DiscoveryRequest.decode(m.subarray(5));
+        expect(back).toEqual(DiscoveryRequest.decode(req));
+        if (!names) expect(m.subarray(5).equals(req)).toBe(true);
+      });
+    }
+  }
+
+  it('compares requests arriving at once with names no list has yet, holding their names once', () => {
+    const fresh = names.map((n) => n.replace('svc-', 'new-'));
+    const none = (): Buffer[] => [];
+    const readers = [0, 1, 2, 3].map(() => new MessageReader(-1, none));
+    const reqs = [encoded(fresh), encoded(fresh, { responseNonce: 'b' }), encoded(fresh.map((n, i) => (i === 300 ? `${n}x` : n))), encoded(fresh.slice(0, 100))].map((r) => framed(r));
+    const out: Buffer[][] = readers.map(() => []);
+    // interleaved, each stream at its own pace, as HTTP/2 delivers a storm's requests
+    for (let step = 0; out.some((o, i) => o.length === 0 && step * 997 * (i + 1) < reqs[i].length + 997 * 4); step++) {
+      readers.forEach((r, i) => {
+        const size = 997 * (i + 1);
+        if (step * size < reqs[i].length) out[i].push(...r.write(reqs[i].subarray(step * size, (step + 1) * size)));
+      });
+      if (step === 5) expect(readers[0].heldBytes + readers[1].heldBytes).toBeLessThan(200); // the names are held by the shared run, once
+    }
+    const back = out.map(([m]) => {
+      const run = elidedNames(m.subarray(5));
+      return { run, req: DiscoveryRequest.decode(run ? Buffer.concat([m.subarray(5), run]) : m.subarray(5)) };
+    });
+    back.forEach(({ req }, i) => expect(req).toEqual(DiscoveryRequest.decode(reqs[i].subarray(5))));
+    expect(back[0].run).toBeDefined();
+    expect(back[1].run?.equals(back[0].run!)).toBe(true);
+    expect(back[2].run).toBeDefined(); // differs from name 300 on (another scope's list): a list of its own
+    expect(back[2].run).not.toBe(back[0].run);
+    expect(back[3].run?.length).toBeLessThan(back[0].run!.length); // a prefix of the others' names, ending on a name
+  });
+
+  it('follows several lists that start alike and part at the same name, each stream to its own', () => {
+    const shared = names.slice(0, 100).map((n) => n.replace('svc-', 'part-'));
+    const lists = [0, 1, 2, 0].map((k) => [...shared, ...names.slice(100).map((n) => `${n}-${k}`)]);
+    const reqs = lists.map((l) => framed(encoded(l)));
+    const readers = reqs.map(() => new MessageReader(-1, () => []));
+    const out: Buffer[][] = reqs.map(() => []);
+    // the slower streams reach the parting name after the faster ones each started a list there
+    const sizes = [4001, 3001, 2001, 1001];
+    for (let step = 0; reqs.some((r, i) => step * sizes[i] < r.length); step++) {
+      readers.forEach((r, i) => {
+        if (step * sizes[i] < reqs[i].length) out[i].push(...r.write(reqs[i].subarray(step * sizes[i], (step + 1) * sizes[i])));
+      });
+    }
+    const runs = out.map(([m]) => elidedNames(m.subarray(5)));
+    out.forEach(([m], i) => expect(DiscoveryRequest.decode(Buffer.concat([m.subarray(5), runs[i]!]))).toEqual(DiscoveryRequest.decode(reqs[i].subarray(5))));
+    expect(runs[3]!.equals(runs[0]!)).toBe(true);
+    expect(runs[1]!.equals(runs[0]!)).toBe(false);
+  });
+
+  it('keeps whole a compressed message, and one whose names come in two runs', () => {
+    const req = encoded(names);
+    const [compressed] = readAll(framed(req, 1), 100);
+    expect(compressed.subarray(5).equals(req)).toBe(true);
+    expect(elidedNames(compressed.subarray(5))).toBeUndefined();
+    const split = Buffer.concat([req, runOf(['late-name'])]);
+    const [m] = readAll(framed(split), 999);
+    expect(m.subarray(5).equals(split)).toBe(true);
+  });
+
+  it('keeps whole bytes that are no DiscoveryRequest, for the intake to refuse', () => {
+    const junk = pattern(10_000, 3);
+    const [m] = readAll(framed(junk), 333);
+    expect(m.subarray(5).equals(junk)).toBe(true);
   });
 });
 
