@@ -14,7 +14,7 @@ import type { SotwStream } from '../support/ads-client.js';
 import { eventually } from '../support/eventually.js';
 
 /** Enough services that one sidecar's CDS response is several times the 64 KiB HTTP/2 window. */
-const MANY = Array.from({ length: 400 }, (_, i) => serviceEntry(`svc-${i}`, [`10.1.${i >> 8}.${i & 255}`])).join('');
+const MANY = Array.from({ length: 800 }, (_, i) => serviceEntry(`svc-${i}`, [`10.1.${i >> 8}.${i & 255}`])).join('');
 
 const harnesses: Harness[] = [];
 afterEach(async () => {

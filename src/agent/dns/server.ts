@@ -66,6 +66,24 @@ export class DnsProxy {
   }
 
   async start(): Promise<void> {
+    // With port 0 the UDP socket takes a free port and TCP must take the same number, which another
+    // TCP socket may hold: then both are given up and another UDP port is tried.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.bindBoth();
+        break;
+      } catch (err) {
+        const inUse = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
+        await this.stop();
+        if (this.o.port !== 0 || !inUse || attempt >= 20) throw err;
+      }
+    }
+    this.o.log.info({ address: `${this.o.host}:${this.port}`, upstreams: this.o.upstream.nameservers.map((n) => n.host) }, 'DNS proxy listening');
+  }
+
+  private async bindBoth(): Promise<void> {
+    this.udp = undefined;
+    this.tcp = undefined;
     const udp = createSocket(isIPv6(this.o.host) ? 'udp6' : 'udp4');
     this.udp = udp;
     udp.on('message', (msg, from) => void this.onUdp(msg, from));
@@ -78,7 +96,6 @@ export class DnsProxy {
       });
     });
     const tcp = createServer((s) => this.onTcpClient(s));
-    this.tcp = tcp;
     await new Promise<void>((resolve, reject) => {
       tcp.once('error', reject);
       tcp.listen(this.port, this.o.host, () => {
@@ -86,13 +103,20 @@ export class DnsProxy {
         resolve();
       });
     });
-    this.o.log.info({ address: `${this.o.host}:${this.port}`, upstreams: this.o.upstream.nameservers.map((n) => n.host) }, 'DNS proxy listening');
+    this.tcp = tcp;
   }
 
   async stop(): Promise<void> {
     for (const c of this.tcpClients) c.destroy();
     await Promise.all([
-      new Promise<void>((r) => (this.udp ? this.udp.close(() => r()) : r())),
+      new Promise<void>((r) => {
+        try {
+          if (this.udp) this.udp.close(() => r());
+          else r();
+        } catch {
+          r(); // closed already, or never bound
+        }
+      }),
       new Promise<void>((r) => (this.tcp ? this.tcp.close(() => r()) : r())),
     ]);
   }
