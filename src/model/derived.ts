@@ -22,6 +22,7 @@ import { nextTurn, turnDeadline } from '../util/cooperative.js';
 export type DepKey = string;
 
 const SERVICE_PREFIX = 'svc:';
+const ENDPOINT_PREFIX = 'ep:';
 
 /**
  * Keys of one kind by hostname, made once: the same string object for every lookup of a host, so the
@@ -62,7 +63,7 @@ export const Dep = {
   /** Gateway resources. */
   gateways: 'gateway' as DepKey,
   /** The endpoints of one hostname. */
-  endpoints: keysOf('ep:'),
+  endpoints: keysOf(ENDPOINT_PREFIX),
   /** Security policies (PeerAuthentication, AuthorizationPolicy, RequestAuthentication), any of them. */
   policies: 'policy' as DepKey,
   /** PeerAuthentications only (a subset of `policies`): what mutual TLS modes depend on (docs/adr/0151). */
@@ -571,20 +572,18 @@ function endpointsUnchanged(deps: Deps, then: EndpointSource | undefined, now: E
   if (!then || !now || then === now) return true;
   const changed = now.changedSince(then);
   if (!changed) {
-    for (const d of deps) if (d.startsWith('ep:')) return false;
+    for (const d of deps) if (d.startsWith(ENDPOINT_PREFIX)) return false;
     return true;
   }
   if (changed.size === 0) return true;
   for (const h of changed) {
-    if (Array.isArray(deps) ? deps.includes(Dep.endpoints(h)) : (deps as ReadonlySet<DepKey>).has(Dep.endpoints(h))) return false;
+    if (holds(deps, Dep.endpoints(h))) return false;
   }
   return true;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Patches of finished lists
-
-const ENDPOINT_PREFIX = 'ep:';
 
 /**
  * The positions of the items of a finished list that an endpoint change reaches, in order, when the
@@ -716,7 +715,10 @@ function patched<V>(base: FinishedList<V>, items: ReadonlyArray<ListItem<V> | un
 
 /** Whether `deps` holds `key` (a single service's key is held by the key of every service). */
 function hasDep(deps: Deps, key: DepKey): boolean {
-  if (Array.isArray(deps) ? deps.includes(key) : (deps as ReadonlySet<DepKey>).has(key)) return true;
-  if (!key.startsWith(SERVICE_PREFIX)) return false;
-  return Array.isArray(deps) ? deps.includes(Dep.allServices) : (deps as ReadonlySet<DepKey>).has(Dep.allServices);
+  return holds(deps, key) || (key.startsWith(SERVICE_PREFIX) && holds(deps, Dep.allServices));
+}
+
+/** Whether `deps` holds exactly `key` (a frozen set or a short array). */
+function holds(deps: Deps, key: DepKey): boolean {
+  return Array.isArray(deps) ? deps.includes(key) : (deps as ReadonlySet<DepKey>).has(key);
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { listPatch } from '../model/derived.js';
+import { listPatch, type ListPatch } from '../model/derived.js';
 import type { Proxy } from '../model/proxy.js';
 import type { EncodedResource } from './cache.js';
 import type { GrpcFrame } from './wire.js';
@@ -117,15 +117,16 @@ function patchedVersion(list: ReadonlyArray<EncodedResource>): string | undefine
   const patch = listPatch(list);
   const baseVersion = patch && listVersions.get(patch.base);
   if (!patch || baseVersion === undefined) return undefined;
-  let h: ReturnType<typeof createHash> | undefined;
-  for (const at of patch.positions) {
-    const r = list[at];
-    const was = patch.base[at];
-    if (r.name === was.name && r.version === was.version) continue;
-    h ??= createHash('sha1').update(baseVersion).update('\n');
-    h.update(String(at)).update('\0').update(r.name).update('\0').update(r.version).update('\n');
-  }
-  return h ? h.digest('base64url') : baseVersion;
+  const replaced = replacedPositions(patch, list);
+  if (replaced.length === 0) return baseVersion;
+  const h = createHash('sha1').update(baseVersion).update('\n');
+  for (const at of replaced) h.update(String(at)).update('\0').update(list[at].name).update('\0').update(list[at].version).update('\n');
+  return h.digest('base64url');
+}
+
+/** The positions of a patched list whose resource differs from its base's by name or version. */
+function replacedPositions(patch: ListPatch<EncodedResource>, list: ReadonlyArray<EncodedResource>): number[] {
+  return patch.positions.filter((at) => list[at].name !== patch.base[at].name || list[at].version !== patch.base[at].version);
 }
 
 const diffs = new WeakMap<ReadonlyArray<EncodedResource>, { next: ReadonlyArray<EncodedResource>; changed: ReadonlyArray<EncodedResource> }>();
@@ -142,7 +143,7 @@ export function changedResources(prev: ReadonlyArray<EncodedResource>, next: Rea
   let changed: ReadonlyArray<EncodedResource>;
   if (patch?.base === prev) {
     // made from `prev` by replacing some resources: those are all that can differ
-    changed = patch.positions.map((at) => next[at]).filter((r, k) => r.version !== prev[patch.positions[k]].version || r.name !== prev[patch.positions[k]].name);
+    changed = replacedPositions(patch, next).map((at) => next[at]);
   } else {
     const held = new Map<string, string>();
     for (const r of prev) held.set(r.name, r.version);

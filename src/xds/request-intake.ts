@@ -11,7 +11,7 @@
  */
 import { DiscoveryRequest } from '../gen/envoy/service/discovery/v3/discovery.js';
 import type { Node } from '../gen/envoy/config/core/v3/base.js';
-import { scanDiscoveryRequest } from './request-scan.js';
+import { readVarint, scanDiscoveryRequest } from './request-scan.js';
 
 export interface SotwRequest {
   readonly typeUrl: string;
@@ -198,15 +198,9 @@ function dropCollected<K>(map: Map<K, Array<WeakRef<NameList>>>, key: K): void {
 /** The first field of a run of names (tag, length, name) as a map key; undefined when not one. */
 function firstFieldKey(span: Buffer): string | undefined {
   if (span[0] !== 0x1a) return undefined;
-  let len = 0;
-  let shift = 1;
-  let pos = 1;
-  for (; pos < span.length && pos < 6; pos++) {
-    len += (span[pos] & 0x7f) * shift;
-    shift *= 128;
-    if ((span[pos] & 0x80) === 0) break;
-  }
-  const end = pos + 1 + len;
+  const len = readVarint(span, 1);
+  if (!len) return undefined;
+  const end = len[1] + len[0];
   return end <= span.length ? span.toString('latin1', 0, end) : undefined;
 }
 
