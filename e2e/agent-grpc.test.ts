@@ -32,7 +32,8 @@ const suffix = randomBytes(3).toString('hex');
 const meshNs = `mesh-aggr-${suffix}`;
 const appNs = `app-aggr-${suffix}`;
 const ID = `spiffe://cluster.local/ns/${appNs}/sa/echo`;
-const AGENT_CLI = join(REPO_ROOT, 'dist', 'cli', 'mesh-agent.js');
+// the bundle, as the proxy image runs it (images/proxy.Dockerfile, ADR 0214)
+const AGENT_CLI = join(REPO_ROOT, 'dist', 'bin', 'mesh-agent.js');
 
 let creds: KubeconfigCredentials;
 let daemon: Daemon | undefined;
@@ -111,7 +112,7 @@ interface Agent {
   stderr(): string;
 }
 
-/** dist/cli/mesh-agent.js with the proxy container's args and env from the real grpc-agent template. */
+/** dist/bin/mesh-agent.js with the proxy container's args and env from the real grpc-agent template. */
 async function startAgent(name: string, labels: Record<string, string>, extraArgs: string[] = []): Promise<Agent> {
   const work = join(dir, name);
   await mkdir(join(work, 'pod'), { recursive: true });

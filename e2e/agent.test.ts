@@ -315,7 +315,8 @@ describe('the agent SDS server', () => {
 });
 
 describe('the mesh-agent process (proxy sidecar), as the injector runs it', () => {
-  const AGENT_CLI = join(REPO_ROOT, 'dist', 'cli', 'mesh-agent.js');
+  // the bundle, as the proxy image runs it (images/proxy.Dockerfile, ADR 0214)
+  const AGENT_CLI = join(REPO_ROOT, 'dist', 'bin', 'mesh-agent.js');
   let app: Server;
   let appPort: number;
   let appHealthy = true;
@@ -345,8 +346,8 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
     stderr(): string;
   }
 
-  /** Starts dist/cli/mesh-agent.js with the proxy container's args and env from the real sidecar template. */
-  async function startAgent(name: string, standInEnv: Record<string, string> = {}, proxyConfig: Record<string, unknown> = {}): Promise<Agent> {
+  /** Starts dist/bin/mesh-agent.js with the proxy container's args and env from the real sidecar template. */
+  async function startAgent(name: string, standInEnv: Record<string, string> = {}, proxyConfig: Record<string, unknown> = {}, extraArgs: string[] = []): Promise<Agent> {
     const work = join(dir, name);
     await mkdir(join(work, 'pod'), { recursive: true });
     await writeFile(join(work, 'pod', 'labels'), 'app="echo"\nversion="v1"\n');
@@ -380,7 +381,7 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
       // Paths and ports of a local process instead of the pod's mounts (the flags exist for this).
       '--envoyBinary', envoy, '--tokenPath', tokenPath, '--rootCertPath', join(work, 'root-cert.pem'), '--sdsSocket', socket,
       '--configDir', configDir, '--podInfoDir', join(work, 'pod'), '--xdsServerName', `meshd.${meshNs}.svc`,
-      '--statusPort', String(statusPort), '--healthPort', String(healthPort),
+      '--statusPort', String(statusPort), '--healthPort', String(healthPort), ...extraArgs,
     ];
     await writeFile(join(work, 'root-cert.pem'), rootPem);
     const child = spawn(process.execPath, [AGENT_CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env, STAND_IN_RECORD: record, ...standInEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -503,6 +504,23 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
       }, { timeoutMs: 30_000, intervalMs: 50 });
       expect(notReady.status).toBe(503);
       expect(await a.exit).toBe(3);
+    } finally {
+      a.child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it('gives start-up memory back once Envoy runs: its resident size drops', async () => {
+    const a = await startAgent('settle', {}, {}, ['--log_output_level', 'default:debug']);
+    try {
+      const line = await eventually('the start-up memory release', async () => a.stderr().split('\n').find((l) => l.includes('"start-up memory released"')), {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+        diagnostics: () => `agent stderr:\n${a.stderr()}\n${diagnostics()}`,
+      });
+      const { rssBeforeMB, rssAfterMB } = JSON.parse(line) as { rssBeforeMB: number; rssAfterMB: number };
+      expect(rssAfterMB).toBeLessThan(rssBeforeMB);
+      // still serving after it
+      expect((await get(a.healthPort, '/healthz/ready')).status).toBe(200);
     } finally {
       a.child.kill('SIGKILL');
     }

@@ -21,4 +21,4 @@ RUN npm run build \
  && npm prune --omit=dev --no-audit --no-fund \
  && mkdir -p /app \
  && cp -r dist node_modules package.json manifests crds /app/ \
- && chmod 0755 /app/dist/bin/mesh-discovery.js /app/dist/cli/mesh-discovery.js /app/dist/cli/mesh-operator.js /app/dist/cli/mesh-agent.js /app/dist/bin/meshctl.js
+ && chmod 0755 /app/dist/bin/mesh-discovery.js /app/dist/cli/mesh-discovery.js /app/dist/cli/mesh-operator.js /app/dist/cli/mesh-agent.js /app/dist/bin/mesh-agent.js /app/dist/bin/meshctl.js

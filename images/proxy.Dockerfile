@@ -19,7 +19,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=node /usr/local/bin/node /usr/local/bin/node
 COPY --from=build /app /app
-RUN ln -s /app/dist/cli/mesh-agent.js /usr/local/bin/mesh-agent \
+RUN ln -s /app/dist/bin/mesh-agent.js /usr/local/bin/mesh-agent \
  && mkdir -p /etc/mesh/proxy /var/lib/mesh/data /var/run/secrets/workload-spiffe-uds \
  && chown -R 1337:1337 /etc/mesh/proxy /var/lib/mesh/data /var/run/secrets/workload-spiffe-uds
 USER 1337:1337

@@ -11,6 +11,8 @@
  *   of ~450 ES modules, each with its module record and unminified source, costs the idle daemon
  *   about 20 MB less memory (ADR 0194). Its log lines still name `src/` positions: the logger maps
  *   frames through the source maps written beside every output (src/log/source-position.ts).
+ * - `mesh-agent`, the agent in every injected pod, which the proxy image runs: the same saving,
+ *   paid once per pod (ADR 0214).
  *
  * The output sits at the same depth as the modules of dist/ (`dist/bin/`), so paths the code finds
  * relative to itself (`../../manifests/`, `../../crds/`, `../../package.json`) stay right.
@@ -37,7 +39,8 @@ const result = await build({
   absWorkingDir: root,
   // The daemon's worker thread is an entry of its own: the pool starts `./crypto-worker.js` beside
   // the module that holds it (src/ca/crypto-pool.ts), which in the bundle is a file of dist/bin/.
-  entryPoints: { meshctl: 'src/cli/meshctl.ts', 'mesh-discovery': 'src/cli/mesh-discovery.ts', 'crypto-worker': 'src/ca/crypto-worker.ts' },
+  // mesh-agent: the agent every injected pod runs, which the proxy image starts (ADR 0214).
+  entryPoints: { meshctl: 'src/cli/meshctl.ts', 'mesh-discovery': 'src/cli/mesh-discovery.ts', 'mesh-agent': 'src/cli/mesh-agent.ts', 'crypto-worker': 'src/ca/crypto-worker.ts' },
   outdir,
   bundle: true,
   splitting: true,

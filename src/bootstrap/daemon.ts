@@ -42,7 +42,7 @@ import { PushActivity } from '../model/push-activity.js';
 import { bindSecurePort, startIdentity, type IdentitySide } from './identity.js';
 import type { WebhookSide } from './webhooks.js';
 import { getLogger } from '../log/logger.js';
-import { releaseStartupMemory } from './start-up-memory.js';
+import { releaseStartupMemory } from '../util/start-up-memory.js';
 
 /** From ready to the collection that returns start-up's memory: what start-up left running settles first. */
 const STARTUP_SETTLE_MS = 2000;

@@ -1,6 +1,6 @@
 /**
- * Gives back the memory start-up used and no longer needs (docs/adr/0194). Loading and wiring the
- * daemon allocates fast, so V8 grows the young generation to its maximum (16 MiB semi-spaces on
+ * Gives back the memory start-up used and no longer needs (docs/adr/0194; the agent too, ADR 0214).
+ * Loading and wiring the daemon allocates fast, so V8 grows the young generation to its maximum (16 MiB semi-spaces on
  * Node 24) and keeps the pages of that and of the collected start-up garbage in its page pool. An
  * idle daemon allocates too little to run another collection, and the memory reducer goes by the
  * allocation rate measured at the last collection (start-up's), so the pages stay: about 14 MB of
