@@ -391,6 +391,14 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
     return { child, exit, healthPort, statusPort, adminPort, socket, configDir, record, stderr: () => stderr };
   }
 
+  /** SIGTERM: the agent drains and stops its Envoy (a SIGKILL would leave the stand-in running); SIGKILL after 10 s. */
+  const stop = async (a: Agent): Promise<void> => {
+    a.child.kill('SIGTERM');
+    const timer = setTimeout(() => a.child.kill('SIGKILL'), 10_000);
+    await a.exit;
+    clearTimeout(timer);
+  };
+
   const get = (port: number, path: string): Promise<{ status: number; body: string }> => fetchText('127.0.0.1', port, path, 3_000);
   const events = async (file: string): Promise<{ event: string; url?: string; node?: string; args?: string[] }[]> =>
     (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event: string });
@@ -478,8 +486,7 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
       }, { timeoutMs: 30_000, intervalMs: 100, diagnostics: () => away.stderr() });
       expect(waiting.status).toBe(503);
     } finally {
-      away.child.kill('SIGKILL');
-      await away.exit;
+      await stop(away);
     }
     const a = await startAgent('dns', { MESH_META_DNS_CAPTURE: 'true', MESH_META_DNS_AUTO_ALLOCATE: 'true' });
     try {
@@ -490,7 +497,7 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
       expect(ready.body).toContain('envoy: LIVE');
       expect(a.stderr()).toContain('name table received');
     } finally {
-      a.child.kill('SIGKILL');
+      await stop(a);
     }
   }, 90_000);
 
@@ -522,7 +529,7 @@ describe('the mesh-agent process (proxy sidecar), as the injector runs it', () =
       // still serving after it
       expect((await get(a.healthPort, '/healthz/ready')).status).toBe(200);
     } finally {
-      a.child.kill('SIGKILL');
+      await stop(a);
     }
   }, 60_000);
 
