@@ -13,7 +13,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { durationMs } from '../util/config-duration.js';
-import { releaseStartupMemory } from '../util/start-up-memory.js';
+import { releaseStartupMemoryLater } from '../util/start-up-memory.js';
 import { envoyBootstrap } from './bootstrap.js';
 import { CertificateManager, type CertificateManagerOptions } from './certificates.js';
 import { GRPC_BOOTSTRAP_FILE, grpcAgentBootstrap, grpcCertPaths, writeGrpcCertFiles } from './grpc-agent.js';
@@ -70,23 +70,6 @@ function certificateManager(s: AgentSettings, log: Logger, metrics: ReturnType<t
   });
   certs.onChange((c) => metrics.certificateExpiry.set(c.notAfter.getTime() / 1000));
   return certs;
-}
-
-/** From ready to the collection that returns start-up's memory (ADR 0214): the first renewals and pushes settle first. */
-const STARTUP_SETTLE_MS = 2000;
-
-/**
- * Once, `STARTUP_SETTLE_MS` after the agent has started everything it runs: start-up's garbage and
- * grown young generation go back to the system (src/util/start-up-memory.ts). An agent runs in every
- * pod, idle most of its life.
- */
-function releaseStartupMemoryLater(log: Logger): () => void {
-  const timer = setTimeout(() => {
-    const released = releaseStartupMemory();
-    if (released) log.debug({ rssBeforeMB: Math.round(released.rssBefore / 1e6), rssAfterMB: Math.round(released.rssAfter / 1e6), ms: released.ms }, 'start-up memory released');
-  }, STARTUP_SETTLE_MS);
-  timer.unref();
-  return () => clearTimeout(timer);
 }
 
 const stopped = (signal: AbortSignal): Promise<'stop'> => new Promise((r) => (signal.aborted ? r('stop') : signal.addEventListener('abort', () => r('stop'), { once: true })));
@@ -237,9 +220,9 @@ async function runGrpcAgent(o: AgentRunOptions): Promise<number> {
       },
     });
     await status.start();
-    const settled = releaseStartupMemoryLater(log);
+    const cancelRelease = releaseStartupMemoryLater(log);
     await stopped(o.stop);
-    settled();
+    cancelRelease();
     // The application keeps its connections; the drain gives it time to finish while the files stay.
     log.info({ drainMs: s.drainDurationMs }, 'stopping: draining');
     await new Promise((r) => setTimeout(r, s.drainDurationMs));

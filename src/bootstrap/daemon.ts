@@ -42,10 +42,7 @@ import { PushActivity } from '../model/push-activity.js';
 import { bindSecurePort, startIdentity, type IdentitySide } from './identity.js';
 import type { WebhookSide } from './webhooks.js';
 import { getLogger } from '../log/logger.js';
-import { releaseStartupMemory } from '../util/start-up-memory.js';
-
-/** From ready to the collection that returns start-up's memory: what start-up left running settles first. */
-const STARTUP_SETTLE_MS = 2000;
+import { releaseStartupMemoryLater } from '../util/start-up-memory.js';
 
 export interface RunningDaemon {
   readonly grpcPort: number;
@@ -340,18 +337,13 @@ export async function startDaemon(cfg: DaemonConfig, logs: DaemonLoggers, starte
   );
   // Start-up's garbage and grown young generation back to the system, once, unless proxies already
   // keep the daemon busy (ADR 0194).
-  const settle = setTimeout(() => {
-    if (ads.connections.size > 0) return;
-    const released = releaseStartupMemory();
-    if (released) logs.main.debug({ rssBeforeMB: Math.round(released.rssBefore / 1e6), rssAfterMB: Math.round(released.rssAfter / 1e6), ms: released.ms }, 'start-up memory released');
-  }, STARTUP_SETTLE_MS);
-  settle.unref();
+  const cancelRelease = releaseStartupMemoryLater(logs.main, () => ads.connections.size > 0);
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       ready = false;
-      clearTimeout(settle);
+      cancelRelease();
       logs.main.info({ within: `${cfg.shutdownMs}ms` }, 'shutting down');
       await controllers?.stop();
       model.stop();
