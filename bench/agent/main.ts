@@ -20,13 +20,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, loadavg, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_INJECTOR_CONFIG, parseInjectionValues } from '../../src/inject/config.js';
 import { injectPod } from '../../src/inject/inject.js';
 import type { Container, Pod } from '../../src/inject/pod.js';
-import { createServer } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Kube } from '../registry/kube.js';
+import { freePort } from '../xds/daemon.js';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..');
 
@@ -65,17 +65,6 @@ function options(argv: string[]): Options {
 function usage(message: string): never {
   console.error(`bench:agent: ${message} (see the comment at the top of bench/agent/main.ts)`);
   process.exit(2);
-}
-
-/** A loopback port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer().on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolvePort(port));
-    });
-  });
 }
 
 /** Polls `url` until it answers 2xx; fails when `child` exits first or after `timeoutMs`. */

@@ -16,7 +16,6 @@
  * Targets (issue 12): ≥ 500 ECDSA certificates/s; edit p99 during the storm within 20 % of quiet.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -28,7 +27,7 @@ import { CertificateAuthority } from '../../src/ca/authority.js';
 import { readCaFiles, trustBundlePem, CA_FILES, type CaFiles } from '../../src/ca/material.js';
 import { createCaMetrics } from '../../src/ca/metrics.js';
 import { generateKey, privateKeyPem, spkiOf } from '../../src/ca/x509.js';
-import { OtherLoad, sampleProcess } from '../xds/daemon.js';
+import { freePort, OtherLoad, sampleProcess } from '../xds/daemon.js';
 import { MeshConfig } from '../xds/mesh-config.js';
 import { clientSpec, clusterName, listenerName } from '../xds/naming.js';
 import type { DriverCommand, DriverEvent } from '../xds/protocol.js';
@@ -86,17 +85,6 @@ function parseArgs(argv: ReadonlyArray<string>): Options {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => res(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
 
 /** Events of a forked child, in order. */
 class Child<E extends { ev: string }> {

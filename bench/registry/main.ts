@@ -14,10 +14,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../xds/daemon.js';
 import { Kube, pool } from './kube.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -90,18 +90,6 @@ const mb = (kb: number): string => `${(kb / 1024).toFixed(0)} MB`;
 /** Endpoint j's address: 10.100.0.0 upward, unique per run. */
 function address(j: number): string {
   return `10.${100 + (j >> 16)}.${(j >> 8) & 255}.${j & 255}`;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolvePort(port));
-    });
-  });
 }
 
 function procStatus(pid: number): { rssKb: number; hwmKb: number } {

@@ -164,7 +164,8 @@ export async function snapshotDaemon(repoRoot: string, benchDir: string, into: s
   }
 }
 
-function freePort(): Promise<number> {
+/** A loopback port that was free a moment ago (the benchmarks that start processes of their own use it too). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
