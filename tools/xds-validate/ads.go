@@ -15,6 +15,7 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -475,13 +476,20 @@ func collect(ctx context.Context, conn grpc.ClientConnInterface, opts collectOpt
 		return fmt.Errorf("%w after %s waiting for %s", errIncomplete, opts.Timeout, strings.Join(waiting, " and "))
 	}
 
+	// pastDeadline: the stream ended because the session's deadline passed. The server enforces the
+	// same deadline (grpc-timeout) by its own clock and may end the stream (DEADLINE_EXCEEDED) a
+	// moment before ctx is done here.
+	pastDeadline := func(err error) bool {
+		return ctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded
+	}
+
 	for {
 		select {
 		case <-ctx.Done():
 			return c, deadline()
 		case r := <-responses:
 			if r.err != nil {
-				if ctx.Err() != nil {
+				if pastDeadline(r.err) {
 					return c, deadline()
 				}
 				return c, fmt.Errorf("ADS stream failed: %w", r.err)
@@ -515,7 +523,11 @@ func collect(ctx context.Context, conn grpc.ClientConnInterface, opts collectOpt
 				if ctx.Err() != nil {
 					return c, deadline()
 				}
-				return c, sendFailure(ctx, err, responses)
+				err = sendFailure(ctx, err, responses)
+				if pastDeadline(err) {
+					return c, deadline()
+				}
+				return c, err
 			}
 			if changed || !c.complete() {
 				quiet.Reset(opts.Quiet) // since Go 1.23 Reset also discards a pending expiry

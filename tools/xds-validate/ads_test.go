@@ -29,6 +29,8 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -63,7 +65,7 @@ func (r *requestLog) counts(typeURL string) (acks, nacks int) {
 }
 
 // startADS serves the snapshot for testNodeID on a loopback port with go-control-plane.
-func startADS(t *testing.T, snap *cache.Snapshot) (string, *requestLog) {
+func startADS(t *testing.T, snap *cache.Snapshot, serverOpts ...grpc.ServerOption) (string, *requestLog) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	snapshots := cache.NewSnapshotCache(true, cache.IDHash{}, quietLogger{})
@@ -82,7 +84,7 @@ func startADS(t *testing.T, snap *cache.Snapshot) (string, *requestLog) {
 		},
 	}
 	xds := server.NewServer(ctx, snapshots, callbacks)
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(serverOpts...)
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, xds)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -393,6 +395,48 @@ func TestMissingAssignmentAfterTimeout(t *testing.T) {
 	opts := testOptions(false)
 	// long enough for CDS and LDS to arrive on a loaded machine (the suite runs beside other tests):
 	// only the assignment, which the server never has, is to be missing at the deadline
+	opts.Timeout = 5 * time.Second
+	rep, code := runAgainst(t, addr, opts)
+	if code != exitInvalid {
+		t.Fatalf("exit %d: %+v", code, rep.Errors)
+	}
+	if !hasError(rep, typeCluster, cl, "not received within 5s") {
+		t.Fatalf("no missing-assignment error: %+v", rep.Errors)
+	}
+}
+
+// streamWithContext hands a stream handler another context than the call's.
+type streamWithContext struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s streamWithContext) Context() context.Context { return s.ctx }
+
+// The server enforces the client's deadline (grpc-timeout) by its own clock and can end the stream
+// with DEADLINE_EXCEEDED a moment before the client's context is done. That is the session's end,
+// not a transport failure: what arrived is validated, and the assignment the server never had is
+// reported missing (a CI run met the race; here the server's deadline comes first on purpose).
+func TestServerSideDeadlineEndsTheSession(t *testing.T) {
+	const cl = "outbound|8080||echo.default.svc.cluster.local"
+	early := grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx, cancel := context.WithCancel(ss.Context())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- handler(srv, streamWithContext{ss, ctx}) }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(500 * time.Millisecond):
+			return status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+		}
+	})
+	addr, _ := startADS(t, snapshot(t, map[string][]types.Resource{
+		typeCluster:  {edsCluster(cl)},
+		typeRoute:    {routeConfig("8080", cl)},
+		typeListener: {hcmListener(t, "0.0.0.0_8080", "8080")},
+	}), early)
+	opts := testOptions(false)
 	opts.Timeout = 5 * time.Second
 	rep, code := runAgainst(t, addr, opts)
 	if code != exitInvalid {
